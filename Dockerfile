@@ -1,0 +1,33 @@
+# Two stages: wheels are built where compilers live; the runtime image only installs them.
+FROM python:3.11-slim-bookworm AS builder
+WORKDIR /src
+RUN pip install --no-cache-dir --upgrade pip
+COPY pyproject.toml README.md ./
+COPY fleetscope ./fleetscope
+COPY inventory ./inventory
+COPY dashboard ./dashboard
+COPY triage ./triage
+COPY fleetsim ./fleetsim
+RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+
+FROM python:3.11-slim-bookworm
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    FLEETSCOPE_VAR_DIR=/app/var
+RUN groupadd --system fleetscope && useradd --system --gid fleetscope --home /app fleetscope
+WORKDIR /app
+COPY --from=builder /wheels /wheels
+RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
+COPY manage.py ./
+COPY templates ./templates
+COPY static ./static
+COPY deploy/bin ./bin
+# collectstatic needs settings to load; these throwaway values never reach a running container.
+RUN SECRET_KEY=collectstatic-only DATABASE_URL=sqlite:////tmp/build.sqlite3 \
+    python manage.py collectstatic --noinput \
+    && mkdir -p /app/var && chown -R fleetscope:fleetscope /app/var
+USER fleetscope
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+    CMD python -c "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4).status != 200)"
+CMD ["bin/web"]

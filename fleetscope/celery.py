@@ -1,0 +1,20 @@
+"""The Celery app for production mode (worker and beat share the Django settings)."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fleetscope.settings")
+
+app = Celery("fleetscope")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+@app.on_after_finalize.connect
+def _install_beat_schedule(sender: Celery, **kwargs: object) -> None:
+    from fleetscope.schedule import beat_schedule
+
+    sender.conf.beat_schedule = beat_schedule()

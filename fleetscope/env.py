@@ -1,0 +1,141 @@
+"""Strict readers for the environment variables that configure FleetScope.
+
+Every reader raises ImproperlyConfigured with a message that starts with the
+variable's name, so a bad deployment fails at start-up with one clear line
+instead of misbehaving later.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+from urllib.parse import SplitResult, urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+TRUE_WORDS = frozenset({"true", "on"})
+FALSE_WORDS = frozenset({"false", "off"})
+HOSTLESS_SCHEMES = frozenset({"unix", "sqlite"})
+
+
+class Env:
+    """Typed access to a mapping of environment variables (os.environ by default)."""
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self.environ = os.environ if environ is None else environ
+
+    def raw(self, name: str) -> str | None:
+        value = self.environ.get(name)
+        if value is None or value.strip() == "":
+            return None
+        return value.strip()
+
+    def str(self, name: str, default: str | None = None) -> str | None:
+        value = self.raw(name)
+        return default if value is None else value
+
+    def bool(self, name: str, default: bool) -> bool:
+        value = self.raw(name)
+        if value is None:
+            return default
+        word = value.lower()
+        # "1"/"yes" are rejected on purpose: a typo should not silently pick a side.
+        if word in TRUE_WORDS:
+            return True
+        if word in FALSE_WORDS:
+            return False
+        raise ImproperlyConfigured(f"{name}: expected true/false or on/off, got {value!r}")
+
+    def int(self, name: str, default: int, *, minimum: int | None = None) -> int:
+        value = self.raw(name)
+        if value is None:
+            return default
+        try:
+            number = int(value, 10)
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: expected an integer, got {value!r}") from None
+        if minimum is not None and number < minimum:
+            raise ImproperlyConfigured(f"{name}: must be at least {minimum}, got {number}")
+        return number
+
+    def float(self, name: str, default: float, *, minimum: float | None = None) -> float:
+        value = self.raw(name)
+        if value is None:
+            return default
+        try:
+            number = float(value)
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: expected a number, got {value!r}") from None
+        if number != number or number in (float("inf"), float("-inf")):
+            raise ImproperlyConfigured(f"{name}: expected a finite number, got {value!r}")
+        if minimum is not None and number < minimum:
+            raise ImproperlyConfigured(f"{name}: must be at least {minimum}, got {number}")
+        return number
+
+    def list(self, name: str, default: list[str]) -> list[str]:
+        value = self.raw(name)
+        if value is None:
+            return list(default)
+        return [item.strip() for item in value.split(",") if item.strip()]
+
+    def secret(self, name: str) -> str | None:
+        """NAME, or the contents of the file named by NAME_FILE (not both)."""
+        direct = self.raw(name)
+        file_name = self.raw(f"{name}_FILE")
+        if direct is not None and file_name is not None:
+            raise ImproperlyConfigured(f"{name}: set either {name} or {name}_FILE, not both")
+        if file_name is None:
+            return direct
+        try:
+            content = Path(file_name).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ImproperlyConfigured(
+                f"{name}_FILE: cannot read {file_name!r}: {exc.strerror}"
+            ) from None
+        if not content:
+            raise ImproperlyConfigured(f"{name}_FILE: {file_name!r} is empty")
+        return content
+
+    def url(self, name: str, schemes: frozenset[str]) -> SplitResult | None:
+        """A URL with one of `schemes`, a host, a valid port and no credentials leak."""
+        value = self.raw(name)
+        if value is None:
+            return None
+        return parse_service_url(name, value, schemes)
+
+
+def parse_service_url(name: str, value: str, schemes: frozenset[str]) -> SplitResult:
+    if any(ch.isspace() for ch in value) or "\\" in value:
+        raise ImproperlyConfigured(f"{name}: URL contains whitespace or backslashes")
+    parts = urlsplit(value)
+    if parts.scheme not in schemes:
+        wanted = ", ".join(sorted(schemes))
+        raise ImproperlyConfigured(
+            f"{name}: scheme must be one of {wanted}, got {parts.scheme or 'none'!r}"
+        )
+    try:
+        port = parts.port
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}: port is not a number between 0 and 65535") from None
+    if parts.scheme not in HOSTLESS_SCHEMES and not parts.hostname:
+        raise ImproperlyConfigured(f"{name}: URL has no host")
+    if port == 0:
+        raise ImproperlyConfigured(f"{name}: port 0 is not a real port")
+    if parts.fragment:
+        raise ImproperlyConfigured(f"{name}: URL must not have a #fragment")
+    return parts
+
+
+@contextmanager
+def exit_on_config_error(stream: TextIO | None = None) -> Iterator[None]:
+    """Turn a configuration error into one line on stderr and exit code 2."""
+    try:
+        yield
+    except ImproperlyConfigured as exc:
+        out = stream if stream is not None else sys.stderr
+        print(f"fleetscope: configuration error: {exc}", file=out)
+        raise SystemExit(2) from None

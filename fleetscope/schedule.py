@@ -1,0 +1,49 @@
+"""Every periodic job, declared once.
+
+Celery beat reads this in production; the in-process scheduler reads it in the
+embedded mode. Each job names a Celery task (for beat) and the plain function
+that task calls (for the in-process scheduler), so both modes run the same code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+
+
+@dataclass(frozen=True)
+class PeriodicJob:
+    name: str
+    task: str  # dotted name of the Celery task
+    function: str  # dotted path of the function the task calls
+    interval_seconds: float
+
+    @property
+    def expires_seconds(self) -> float:
+        # A tick that waited longer than most of its interval is stale: drop it
+        # rather than replay a backlog after a stalled worker or broker outage.
+        return self.interval_seconds * 0.9
+
+
+def periodic_jobs() -> list[PeriodicJob]:
+    interval = float(settings.FLEETSCOPE_SCRAPE_INTERVAL_SECONDS)
+    return [
+        PeriodicJob(
+            name="record-heartbeat",
+            task="inventory.tasks.record_heartbeat",
+            function="inventory.heartbeat.record_heartbeat",
+            interval_seconds=interval,
+        ),
+    ]
+
+
+def beat_schedule() -> dict[str, dict[str, object]]:
+    return {
+        job.name: {
+            "task": job.task,
+            "schedule": job.interval_seconds,
+            "options": {"expires": job.expires_seconds},
+        }
+        for job in periodic_jobs()
+    }

@@ -1,0 +1,204 @@
+"""FleetScope settings, read from the environment (see README, "Configuration").
+
+With no variables set except SECRET_KEY this runs the embedded mode: SQLite
+under var/, in-process scheduler, in-memory channel layer. DATABASE_URL,
+REDIS_URL and PROMETHEUS_URL switch each part to its production backend.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from fleetscope.env import Env
+
+env = Env()
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env.str("FLEETSCOPE_VAR_DIR") or BASE_DIR / "var")
+
+DEBUG = env.bool("DEBUG", default=False)
+
+SECRET_KEY = env.secret("SECRET_KEY")
+if SECRET_KEY is None:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY: required when DEBUG is off (set SECRET_KEY or SECRET_KEY_FILE)"
+        )
+    SECRET_KEY = "debug-only-insecure-key"
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+if "*" in ALLOWED_HOSTS and not DEBUG:
+    raise ImproperlyConfigured(
+        "ALLOWED_HOSTS: '*' is refused when DEBUG is off; list the host names users type"
+    )
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", [])
+
+# --- Services --------------------------------------------------------------
+
+_database_url = env.url("DATABASE_URL", frozenset({"postgres", "postgresql", "sqlite"}))
+if _database_url is None:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(VAR_DIR / "fleetscope.sqlite3"),
+            # The scheduler thread writes while requests read: wait instead of failing.
+            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
+        }
+    }
+else:
+    try:
+        _db = dj_database_url.parse(_database_url.geturl(), conn_health_checks=True)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"DATABASE_URL: {exc}") from None
+    if _db["ENGINE"].endswith("sqlite3"):
+        _db["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+    else:
+        _db.setdefault("OPTIONS", {})["connect_timeout"] = env.int(
+            "DATABASE_CONNECT_TIMEOUT_SECONDS", 5, minimum=1
+        )
+        _db["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE_SECONDS", 60, minimum=0)
+    DATABASES = {"default": _db}
+
+_redis_url = env.url("REDIS_URL", frozenset({"redis", "rediss", "unix"}))
+REDIS_URL = _redis_url.geturl() if _redis_url else None
+
+_prometheus_url = env.url("PROMETHEUS_URL", frozenset({"http", "https"}))
+PROMETHEUS_URL = _prometheus_url.geturl().rstrip("/") if _prometheus_url else None
+PROMETHEUS_TIMEOUT_SECONDS = env.float("PROMETHEUS_TIMEOUT_SECONDS", 10.0, minimum=0.1)
+
+FLEETSCOPE_SCRAPE_INTERVAL_SECONDS = env.int("FLEETSCOPE_SCRAPE_INTERVAL_SECONDS", 15, minimum=1)
+# Embedded mode runs periodic jobs in the web process; production uses Celery beat.
+FLEETSCOPE_INPROCESS_SCHEDULER = REDIS_URL is None
+
+# --- Django ----------------------------------------------------------------
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "inventory",
+    "dashboard",
+    "triage",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "fleetscope.middleware.ContentSecurityPolicyMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "fleetscope.urls"
+ASGI_APPLICATION = "fleetscope.asgi.application"
+WSGI_APPLICATION = "fleetscope.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "fleetscope.context.navigation",
+            ],
+        },
+    },
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard-fleet-list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    # plotly.min.js comes from the installed plotly package, never a CDN.
+    "fleetscope.staticfinders.PlotlyFinder",
+]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Without collectstatic (demo, tests) whitenoise serves straight from the finders.
+WHITENOISE_USE_FINDERS = True
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+_https = env.bool("FLEETSCOPE_HTTPS", default=False)
+SESSION_COOKIE_SECURE = _https
+CSRF_COOKIE_SECURE = _https
+if _https:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# --- Channels and Celery ---------------------------------------------------
+
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = 120
+CELERY_TASK_TIME_LIMIT = 180
+CELERY_TIMEZONE = "UTC"
+CELERY_BROKER_CONNECTION_TIMEOUT = 5
+# celery#6911: publishing to a dead broker can hang; bound every attempt.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_timeout": 5,
+    "socket_connect_timeout": 5,
+    "max_retries": 2,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", "INFO")},
+}

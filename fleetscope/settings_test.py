@@ -1,0 +1,17 @@
+"""Settings for the test suite.
+
+The only thing fixtures cannot do: settings refuse to load without SECRET_KEY
+when DEBUG is off, and pytest-django imports them before any fixture runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+os.environ.setdefault("SECRET_KEY", "test-suite-only-not-secret")
+
+_base = importlib.import_module("fleetscope.settings")
+globals().update({name: value for name, value in vars(_base).items() if name.isupper()})
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,34 @@
+"""Serve plotly.min.js from the installed plotly package (no CDN, nothing vendored)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import plotly
+from django.contrib.staticfiles.finders import BaseFinder
+from django.core.files.storage import FileSystemStorage
+
+PLOTLY_STATIC_PATH = "vendor/plotly.min.js"
+_PLOTLY_DIR = Path(plotly.__file__).resolve().parent / "package_data"
+
+
+class PlotlyFinder(BaseFinder):
+    """Expose exactly one file: the plotly.js bundle that ships with the Python package."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.storage = FileSystemStorage(location=str(_PLOTLY_DIR))
+        self.storage.prefix = "vendor"
+
+    def check(self, **kwargs: Any) -> list[Any]:
+        return []
+
+    def find(self, path: str, find_all: bool = False, **kwargs: Any) -> str | list[str] | None:
+        if path != PLOTLY_STATIC_PATH:
+            return [] if find_all else None
+        found = str(_PLOTLY_DIR / "plotly.min.js")
+        return [found] if find_all else found
+
+    def list(self, ignore_patterns: Any) -> Any:
+        yield "plotly.min.js", self.storage

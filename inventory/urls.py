@@ -1,0 +1,9 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from inventory import views
+
+urlpatterns = [
+    path("", views.overview, name="inventory-overview"),
+]

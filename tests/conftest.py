@@ -1,0 +1,47 @@
+"""Shared fixtures: a small cast of users, and the real services the suite talks to."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.test import Client
+
+# Redis is real in tests: CI and the project machine run it on loopback.
+TEST_REDIS_URL = os.environ.get("FLEETSCOPE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _static_root_exists() -> None:
+    settings.STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+
+
+@pytest.fixture
+def owner(db: None) -> User:
+    return User.objects.create_user("owner", password="owner-password-1")
+
+
+@pytest.fixture
+def owner_client(owner: User) -> Client:
+    client = Client()
+    client.force_login(owner)
+    return client
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A loopback port that nothing listens on while the test runs."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        # Bound but not listening: connections are refused, and no one else gets the port.
+        yield sock.getsockname()[1]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -1,0 +1,88 @@
+"""`make demo` on the embedded default, driven through the real server in headless Chromium."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from fleetscope.embedded import port_is_free
+from tests.browser import chromium, screenshot_path
+from tests.conftest import free_port
+from tests.waiting import get_when_listening, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.browser
+
+
+@dataclass
+class Demo:
+    url: str
+    username: str
+    password: str
+    process: subprocess.Popen[str]
+    port: int
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Iterator[Demo]:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "REDIS_URL"))}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    env.pop("SECRET_KEY", None)
+    env["FLEETSCOPE_VAR_DIR"] = str(tmp_path / "var")
+    process = subprocess.Popen(
+        ["make", "--no-print-directory", "demo", f"PORT={port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    assert process.stdout is not None
+    login = url = None
+    for line in process.stdout:
+        if match := re.match(r"login: (\S+) / (\S+)", line):
+            login = match.groups()
+        if match := re.search(r"running at (http://\S+)", line):
+            url = match.group(1)
+            break
+    assert login and url, "make demo did not print the login and the URL"
+    get_when_listening(f"{url}/healthz", timeout=60)
+    yield Demo(url, login[0], login[1], process, port)
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def test_make_demo_serves_login_then_the_base_layout(demo: Demo) -> None:
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(demo.url)
+        assert "/login/" in page.url
+        page.screenshot(path=screenshot_path("demo-login"))
+        page.fill("#id_username", demo.username)
+        page.fill("#id_password", demo.password)
+        page.click("button[type=submit]")
+        page.wait_for_selector("nav[aria-label=Sections]")
+        nav = page.inner_text("nav[aria-label=Sections]")
+        for label in ("Fleet", "Inventory", "SLOs", "Incidents", "Capacity", "Cost"):
+            assert label in nav
+        assert "No fleet yet." in page.inner_text("main")
+        page.screenshot(path=screenshot_path("demo-fleet"), full_page=True)
+        page.click("text=Incidents")
+        assert "Not built yet." in page.inner_text("main")
+
+
+def test_ctrl_c_stops_everything_make_demo_started(demo: Demo) -> None:
+    os.killpg(demo.process.pid, signal.SIGINT)
+    assert demo.process.wait(timeout=30) is not None
+    wait_until(lambda: True if port_is_free("127.0.0.1", demo.port) else None, what="port freed")
