@@ -1,0 +1,5 @@
+"""`python -m fleetsim ...`"""
+
+from fleetsim.cli import main
+
+raise SystemExit(main())

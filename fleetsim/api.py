@@ -1,0 +1,228 @@
+"""The public entry points: one replica's exposition, and a whole fleet served in-process."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from prometheus_client.exposition import generate_latest
+from prometheus_client.registry import CollectorRegistry
+
+from fleetsim.config import DIALECTS, DIALECTS_WITH_ENGINE_LABEL
+from fleetsim.families import FamiliesCollector, Family, render_go_style
+from fleetsim.fleet import FleetModel
+from fleetsim.replica import Replica
+from fleetsim.scenarios import install
+from fleetsim.server import Listener, MetricsServer, PortInUseError, text_render
+from fleetsim.targets import Slot, Target, complete_manifest, make_target, port_plan
+
+__all__ = ["Fleet", "PortInUseError", "Target", "sample_exposition", "start_fleet"]
+
+SAMPLE_EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z: fixed so samples are reproducible
+TICK_S = 0.5
+
+
+def check_options(*, replicas: int, dialect: str, dp: int, speed: float = 1.0) -> None:
+    """Reject what no real fleet could look like, with one clear sentence."""
+    if replicas < 1:
+        raise ValueError(f"--replicas must be at least 1, not {replicas}")
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r} (choose from {', '.join(DIALECTS)})")
+    if dp < 1:
+        raise ValueError(f"--dp must be at least 1, not {dp}")
+    if dp > 1 and dialect not in DIALECTS_WITH_ENGINE_LABEL:
+        raise ValueError(f"--dp {dp} needs a dialect with the engine label, not {dialect!r}")
+    if not speed > 0:
+        raise ValueError(f"--speed must be positive, not {speed}")
+
+
+def exposition(families: list[Family]) -> bytes:
+    """Classic text format 0.0.4 exactly as prometheus_client writes it."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(FamiliesCollector(lambda: families))
+    return generate_latest(registry)
+
+
+def sample_exposition(
+    *,
+    dialect: str = "current",
+    dp: int = 1,
+    seed: int = 0,
+    warm_seconds: float = 300.0,
+    max_model_len: int | None = None,
+) -> str:
+    """One replica's /metrics body after `warm_seconds` of steady simulated traffic."""
+    check_options(replicas=1, dialect=dialect, dp=dp)
+    model = FleetModel(
+        replicas=1,
+        dialect=dialect,
+        dp=dp,
+        seed=seed,
+        epoch=SAMPLE_EPOCH,
+        max_model_len=max_model_len,
+    )
+    model.advance_to(warm_seconds)
+    return exposition(model.vllm_families(0)).decode("utf-8")
+
+
+class Fleet:
+    """A fleet served on loopback ports by background threads of this process."""
+
+    def __init__(
+        self,
+        model: FleetModel,
+        servers: list[tuple[Slot, MetricsServer]],
+        truth: dict[str, Any],
+        run: dict[str, Any],
+    ) -> None:
+        self.model = model
+        self._lock = threading.Lock()
+        self._t0 = time.monotonic()
+        self._servers: dict[tuple[str, int | None], MetricsServer] = {}
+        self._ports: dict[tuple[str, int | None], int] = {}
+        self._reopen: set[int] = set()
+        self.targets: list[Target] = []
+        for slot, server in servers:
+            self._servers[(slot.kind, slot.replica)] = server
+            self._ports[(slot.kind, slot.replica)] = server.port
+            self.targets.append(make_target(model, slot, server.port))
+        self.manifest = complete_manifest(model, truth, self.targets, **run)
+        self._listener = Listener()
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, name="fleetsim-tick", daemon=True)
+        model.listeners.append(self._replica_changed)
+
+    def _start(self) -> None:
+        for server in self._servers.values():
+            self._listener.add(server)
+        self._listener.start()
+        self._ticker.start()
+
+    def stop(self) -> None:
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self._ticker.join(timeout=5)
+        with self._lock:
+            servers = list(self._servers.values())
+            self._servers.clear()
+        for server in servers:
+            self._listener.remove(server)
+        self._listener.stop()
+
+    def __enter__(self) -> Fleet:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def sim_now(self) -> float:
+        return (time.monotonic() - self._t0) * self.model.speed
+
+    def catch_up(self) -> None:
+        with self._lock:
+            self.model.advance_to(self.sim_now())
+            for index in sorted(self._reopen):
+                self._open_vllm(index)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(TICK_S):
+            self.catch_up()
+
+    def _snapshot(self, build: Callable[[], list[Family]]) -> list[Family]:
+        with self._lock:
+            self.model.advance_to(self.sim_now())
+            return build()
+
+    def _replica_changed(self, replica: Replica) -> None:
+        """Called under the lock while the model advances: open or close the vLLM port."""
+        key = ("vllm", replica.index)
+        if replica.up:
+            self._reopen.add(replica.index)
+            self._open_vllm(replica.index)
+        elif key in self._servers:
+            self._listener.remove(self._servers.pop(key))
+
+    def _open_vllm(self, index: int) -> None:
+        key = ("vllm", index)
+        if key in self._servers or self._stop.is_set():
+            self._reopen.discard(index)
+            return
+        try:
+            server = MetricsServer(self._ports[key], self._vllm_render(index))
+        except PortInUseError:
+            return  # someone took the port meanwhile; the tick retries
+        self._servers[key] = server
+        self._reopen.discard(index)
+        self._listener.add(server)
+
+    def _vllm_render(self, index: int) -> Callable[[], tuple[bytes, str]]:
+        return text_render(
+            lambda: exposition(self._snapshot(lambda: self.model.vllm_families(index)))
+        )
+
+
+def start_fleet(
+    *,
+    replicas: int,
+    scenario: str = "steady",
+    at: float = 60.0,
+    dialect: str = "current",
+    dp: int = 1,
+    seed: int = 0,
+    base_port: int = 0,
+    speed: float = 1.0,
+    duration: float | None = None,
+    targets: list[int] | None = None,
+) -> Fleet:
+    """Serve a simulated fleet from background threads; see fleetsim.targets for ports.
+
+    Raises ValueError (bad options, unknown scenario) or PortInUseError before
+    anything is listening, so a failed start leaves nothing behind.
+    """
+    check_options(replicas=replicas, dialect=dialect, dp=dp, speed=speed)
+    plan = port_plan(replicas, base_port)
+    model = FleetModel(
+        replicas=replicas, dialect=dialect, dp=dp, seed=seed, epoch=time.time(), speed=speed
+    )
+    truth = install(model, scenario, at=at, duration=duration, targets=targets)
+    servers: list[tuple[Slot, MetricsServer]] = []
+    fleet_ref: list[Fleet] = []
+    try:
+        for slot in plan:
+            render = _render_for(slot, fleet_ref)
+            servers.append((slot, MetricsServer(slot.port, render)))
+    except PortInUseError:
+        for _, server in servers:
+            server.server_close()
+        raise
+    run = {"replicas": replicas, "scenario": scenario, "at": at, "dialect": dialect, "dp": dp,
+           "seed": seed, "speed": speed}  # fmt: skip
+    fleet = Fleet(model, servers, truth, run)
+    fleet_ref.append(fleet)
+    fleet._start()
+    return fleet
+
+
+def _render_for(slot: Slot, ref: list[Fleet]) -> Callable[[], tuple[bytes, str]]:
+    """Renderers look the fleet up lazily: servers are bound before the fleet handle exists."""
+    if slot.kind == "vllm":
+        return lambda: ref[0]._vllm_render(slot.replica or 0)()
+    if slot.kind == "dcgm":
+
+        def dcgm() -> bytes:
+            fams = ref[0]._snapshot(lambda: ref[0].model.dcgm_families(slot.replica or 0))
+            return render_go_style(fams).encode("utf-8")
+
+        return text_render(dcgm)
+    if slot.kind == "gateway":
+        return text_render(lambda: exposition(ref[0]._snapshot(ref[0].model.gateway_families)))
+    return text_render(lambda: exposition(ref[0]._snapshot(ref[0].model.prober_families)))

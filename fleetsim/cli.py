@@ -1,0 +1,172 @@
+"""`python -m fleetsim serve | history | targets`: see fleetsim/README.md.
+
+Bad input (unknown scenario, dialect or option, a port in use, no replicas)
+prints one line on stderr and exits with status 2 before anything starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from fleetsim.api import check_options, start_fleet
+from fleetsim.config import DIALECTS
+from fleetsim.fleet import FleetModel
+from fleetsim.history import History
+from fleetsim.scenarios import SCENARIOS, ScenarioError
+from fleetsim.server import PortInUseError
+from fleetsim.targets import DEFAULT_BASE_PORT, file_sd, make_target, port_plan, write_json
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"fleetsim: error: {message}\n")
+
+
+def _targets_list(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected replica indices like 0,2 not {text!r}"
+        ) from None
+
+
+def _fleet_options(p: argparse.ArgumentParser, *, scenario: bool = True) -> None:
+    p.add_argument("--replicas", type=int, required=True, help="number of vLLM replicas")
+    p.add_argument("--dialect", choices=DIALECTS, default="current", help="vLLM version to mimic")
+    p.add_argument("--dp", type=int, default=1, help="data-parallel engines per replica")
+    p.add_argument("--seed", type=int, default=0)
+    if scenario:
+        p.add_argument("--scenario", choices=list(SCENARIOS), default="steady")
+        p.add_argument("--at", type=float, help="scenario start, seconds after the fleet starts")
+        p.add_argument("--duration", type=float, help="scenario length in seconds")
+        p.add_argument("--on", type=_targets_list, help="affected replicas, e.g. 0,2")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m fleetsim", description="A simulated vLLM fleet.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    serve = sub.add_parser("serve", help="serve the fleet's /metrics endpoints")
+    _fleet_options(serve)
+    serve.add_argument("--base-port", type=int, default=DEFAULT_BASE_PORT,
+                       help="vLLM on P+i, DCGM on P+1000+i, gateway P+2000, prober P+2001; "
+                       "0 picks free ports")  # fmt: skip
+    serve.add_argument("--speed", type=float, default=1.0, help="simulated seconds per second")
+    serve.add_argument("--file-sd", default="fleetsim-targets.json", help="file_sd JSON path")
+    serve.add_argument("--manifest", default="fleetsim-manifest.json", help="ground truth path")
+
+    history = sub.add_parser("history", help="write the fleet's past as OpenMetrics")
+    _fleet_options(history)
+    history.add_argument("--hours", type=float, required=True)
+    history.add_argument("--step", type=float, default=15.0, help="scrape interval, seconds")
+    history.add_argument("--out", required=True, help="OpenMetrics file to write")
+    history.add_argument("--manifest", help="ground truth path (default: OUT.manifest.json)")
+    history.add_argument("--end", type=float, help="unix time of the last sample (default: now)")
+    history.add_argument("--base-port", type=int, default=DEFAULT_BASE_PORT,
+                         help="port base the `instance` labels pretend to")  # fmt: skip
+
+    targets = sub.add_parser("targets", help="print the file_sd JSON for a served fleet")
+    _fleet_options(targets, scenario=False)
+    targets.add_argument("--base-port", type=int, default=DEFAULT_BASE_PORT)
+    targets.add_argument("--out", help="write here instead of stdout")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            return _serve(args)
+        if args.command == "history":
+            return _history(args)
+        return _targets(args)
+    except (ValueError, ScenarioError, PortInUseError) as exc:
+        print(f"fleetsim: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _serve(args: argparse.Namespace) -> int:
+    fleet = start_fleet(
+        replicas=args.replicas,
+        scenario=args.scenario,
+        at=60.0 if args.at is None else args.at,
+        dialect=args.dialect,
+        dp=args.dp,
+        seed=args.seed,
+        base_port=args.base_port,
+        speed=args.speed,
+        duration=args.duration,
+        targets=args.on,
+    )
+    with fleet:
+        write_json(args.file_sd, file_sd(fleet.targets))
+        write_json(args.manifest, fleet.manifest)
+        m = fleet.manifest
+        print(f"fleetsim: {args.replicas} replicas, scenario {m['incident']} "
+              f"at {m['window']['start_offset_s']:g}s for "
+              f"{m['window']['end_offset_s'] - m['window']['start_offset_s']:g}s, "
+              f"dialect {args.dialect}, speed {args.speed:g}x")  # fmt: skip
+        for t in fleet.targets:
+            name = f"r{t.replica}" if t.replica is not None else ""
+            extra = ""
+            if t.kind == "vllm" and t.replica is not None:
+                r = m["replicas"][t.replica]
+                extra = f"  {r['model_name']} on {r['tensor_parallel_size']}x {r['gpu']}"
+            print(f"{t.kind:8s}{name:5s}{t.url}{extra}")
+        print(f"file_sd: {args.file_sd}  manifest: {args.manifest}  (Ctrl-C stops)", flush=True)
+        _wait_for_signal()
+    return 0
+
+
+def _wait_for_signal() -> None:
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    while not done.wait(1.0):
+        pass
+
+
+def _history(args: argparse.Namespace) -> int:
+    history = History(
+        replicas=args.replicas,
+        scenario=args.scenario,
+        hours=args.hours,
+        step=args.step,
+        at=args.at,
+        duration=args.duration,
+        targets=args.on,
+        dialect=args.dialect,
+        dp=args.dp,
+        seed=args.seed,
+        end=args.end,
+        base_port=args.base_port,
+    )
+    manifest = history.write_openmetrics(args.out)
+    manifest_path = args.manifest or f"{args.out}.manifest.json"
+    write_json(manifest_path, manifest)
+    print(f"fleetsim: wrote {Path(args.out)} ({history.steps + 1} scrapes) and {manifest_path}")
+    return 0
+
+
+def _targets(args: argparse.Namespace) -> int:
+    check_options(replicas=args.replicas, dialect=args.dialect, dp=args.dp)
+    if args.base_port == 0:
+        raise ValueError("targets needs a fixed --base-port (free ports are only known to serve)")
+    model = FleetModel(replicas=args.replicas, dialect=args.dialect, dp=args.dp, seed=args.seed)
+    slots = port_plan(args.replicas, args.base_port)
+    text = json.dumps(file_sd([make_target(model, s, s.port) for s in slots]), indent=2)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    else:
+        print(text)
+    return 0

@@ -1,0 +1,167 @@
+"""A fleet's past as Prometheus would have stored it: OpenMetrics with timestamps.
+
+Every sample carries the labels Prometheus adds when scraping (job, instance and
+the file_sd target labels) and every target gets an `up` series, so a backfilled
+history answers the same queries as a live scrape. Families are written whole
+(OpenMetrics forbids interleaving them), each through its own spill file, so
+memory stays flat however long the history is.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from fleetsim.api import check_options
+from fleetsim.families import Family, Labels, escape, format_value
+from fleetsim.fleet import FleetModel
+from fleetsim.scenarios import install
+from fleetsim.targets import DEFAULT_BASE_PORT, Target, complete_manifest, make_target, port_plan
+
+SERIES_HELP_UP = "1 if the target was scraped successfully, 0 otherwise."
+
+
+class History:
+    """A simulated fleet stepped through time on a fixed scrape grid."""
+
+    def __init__(
+        self,
+        *,
+        replicas: int,
+        scenario: str = "steady",
+        hours: float = 1.0,
+        step: float = 15.0,
+        at: float | None = None,
+        duration: float | None = None,
+        targets: list[int] | None = None,
+        dialect: str = "current",
+        dp: int = 1,
+        seed: int = 0,
+        end: float | None = None,
+        base_port: int = DEFAULT_BASE_PORT,
+    ) -> None:
+        check_options(replicas=replicas, dialect=dialect, dp=dp)
+        if not step > 0 or not hours > 0:
+            raise ValueError("--hours and --step must be positive")
+        span = hours * 3600.0
+        end = math.floor((time.time() if end is None else end) / step) * step
+        self.start = end - span
+        self.step = step
+        self.steps = int(span // step)
+        self.model = FleetModel(
+            replicas=replicas, dialect=dialect, dp=dp, seed=seed, epoch=self.start
+        )
+        at = span / 2 if at is None else at
+        truth = install(self.model, scenario, at=at, duration=duration, targets=targets)
+        self.targets: list[Target] = [
+            make_target(self.model, slot, slot.port) for slot in port_plan(replicas, base_port)
+        ]
+        run = {"replicas": replicas, "scenario": scenario, "at": at, "dialect": dialect,
+               "dp": dp, "seed": seed, "hours": hours, "step": step}  # fmt: skip
+        self.manifest = complete_manifest(self.model, truth, self.targets, **run)
+
+    def scrapes(self) -> Iterator[tuple[float, list[tuple[Target, list[Family] | None]]]]:
+        """(unix time, [(target, families or None when the target is down)]) per step."""
+        model = self.model
+        for k in range(self.steps + 1):
+            t = k * self.step
+            model.advance_to(t)
+            yield self.start + t, [(target, self._scrape(target)) for target in self.targets]
+
+    def _scrape(self, target: Target) -> list[Family] | None:
+        model, i = self.model, target.replica
+        if target.kind == "vllm":
+            assert i is not None
+            return model.vllm_families(i) if model.replicas[i].up else None
+        if target.kind == "dcgm":
+            assert i is not None
+            return model.dcgm_families(i)
+        if target.kind == "gateway":
+            return model.gateway_families()
+        return model.prober_families()
+
+    def write_openmetrics(self, out: str | Path) -> dict[str, Any]:
+        """Write the whole history to `out`; returns the manifest."""
+        with tempfile.TemporaryDirectory(prefix="fleetsim-history-") as spill:
+            writer = _Writer(Path(spill))
+            for unix, scrapes in self.scrapes():
+                ts = _format_ts(unix)
+                for target, families in scrapes:
+                    scrape_labels = (("instance", target.instance), *sorted(target.labels.items()))
+                    up = Family("up", "gauge", SERIES_HELP_UP)
+                    up.add((), 0.0 if families is None else 1.0)
+                    writer.write(up, scrape_labels, ts)
+                    for fam in families or ():
+                        writer.write(fam, scrape_labels, ts)
+            writer.finish(Path(out))
+        return self.manifest
+
+
+class _Writer:
+    """Buffers each family's lines and spills them to that family's file when large."""
+
+    SPILL_CHARS = 4_000_000
+
+    def __init__(self, spill: Path) -> None:
+        self.spill = spill
+        self.families: dict[str, _Buffer] = {}
+        self.labels: dict[tuple[Labels, Labels], str] = {}
+
+    def write(self, fam: Family, scrape_labels: Labels, ts: str) -> None:
+        buf = self.families.get(fam.name)
+        if buf is None:
+            path = self.spill / f"{len(self.families)}.om"
+            buf = self.families[fam.name] = _Buffer(_om_type(fam.type), fam.help, path)
+        cache, name = self.labels, fam.name
+        lines = []
+        for suffix, labels, value in fam.samples:
+            text = cache.get((labels, scrape_labels))
+            if text is None:
+                pairs = ",".join(f'{k}="{escape(v)}"' for k, v in (*labels, *scrape_labels))
+                text = cache[(labels, scrape_labels)] = "{" + pairs + "}"
+            lines.append(f"{name}{suffix}{text} {format_value(value)} {ts}\n")
+        chunk = "".join(lines)
+        buf.chunks.append(chunk)
+        buf.size += len(chunk)
+        if buf.size > self.SPILL_CHARS:
+            buf.spill()
+
+    def finish(self, out: Path) -> None:
+        with open(out, "w", encoding="utf-8") as dest:
+            for name, buf in self.families.items():
+                dest.write(f"# TYPE {name} {buf.type}\n# HELP {name} {escape(buf.help)}\n")
+                if buf.path.exists():
+                    with open(buf.path, encoding="utf-8") as spilled:
+                        shutil.copyfileobj(spilled, dest)
+                dest.writelines(buf.chunks)
+            dest.write("# EOF\n")
+
+
+class _Buffer:
+    __slots__ = ("type", "help", "path", "chunks", "size")
+
+    def __init__(self, type_: str, help_: str, path: Path) -> None:
+        self.type = type_
+        self.help = help_
+        self.path = path
+        self.chunks: list[str] = []
+        self.size = 0
+
+    def spill(self) -> None:
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.writelines(self.chunks)
+        self.chunks = []
+        self.size = 0
+
+
+def _om_type(type_: str) -> str:
+    return type_ if type_ in ("counter", "gauge", "histogram", "summary") else "unknown"
+
+
+def _format_ts(unix: float) -> str:
+    return str(int(unix)) if unix == int(unix) else f"{unix:.3f}"

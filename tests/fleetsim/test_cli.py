@@ -1,0 +1,115 @@
+"""`python -m fleetsim`: bad input is one line and exit status 2; good input does its job."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.waiting import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def fleetsim(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fleetsim", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["serve", "--replicas", "2", "--scenario", "meteor-strike"], "invalid choice"),
+        (["serve", "--replicas", "2", "--dialect", "v2"], "invalid choice"),
+        (["serve", "--replicas", "2", "--warp-drive"], "unrecognized arguments"),
+        (["serve", "--replicas", "0"], "--replicas must be at least 1"),
+        (["serve", "--replicas", "1", "--scenario", "collective-degradation"], "tensor"),
+        (["serve", "--replicas", "2", "--dp", "2", "--dialect", "v0"], "engine label"),
+        (["history", "--replicas", "0", "--hours", "1", "--out", "x.om"], "at least 1"),
+        (["targets", "--replicas", "2", "--base-port", "0"], "fixed --base-port"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_status_2(args: list[str], says: str) -> None:
+    result = fleetsim(*args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fleetsim: error:"), result.stderr
+    assert says in lines[0]
+    assert result.stdout == ""
+
+
+def test_a_port_in_use_is_one_line_and_exit_status_2(tmp_path: Path) -> None:
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", 0))
+        blocker.listen()
+        port = blocker.getsockname()[1]
+        sd = tmp_path / "sd.json"
+        result = fleetsim(
+            "serve", "--replicas", "1", "--base-port", str(port), "--file-sd", str(sd)
+        )
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"fleetsim: error: cannot listen on 127.0.0.1:{port}: Address already in use"
+    )
+    assert not sd.exists()  # nothing half-started, nothing written
+
+
+def test_targets_prints_file_sd_json_with_the_port_convention() -> None:
+    result = fleetsim("targets", "--replicas", "2", "--base-port", "8000")
+    assert result.returncode == 0, result.stderr
+    groups = json.loads(result.stdout)
+    assert [g["targets"][0] for g in groups] == [
+        "127.0.0.1:8000", "127.0.0.1:8001", "127.0.0.1:9000", "127.0.0.1:9001",
+        "127.0.0.1:10000", "127.0.0.1:10001",
+    ]  # fmt: skip
+    assert [g["labels"]["job"] for g in groups] == [
+        "vllm", "vllm", "dcgm-exporter", "dcgm-exporter", "fleetscope-gateway",
+        "fleetscope-prober",
+    ]  # fmt: skip
+
+
+def test_history_writes_openmetrics_and_its_manifest(tmp_path: Path) -> None:
+    out = tmp_path / "fleet.om"
+    result = fleetsim(
+        "history", "--replicas", "1", "--scenario", "gpu-throttle", "--hours", "0.05",
+        "--at", "60", "--duration", "60", "--out", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    assert text.endswith("# EOF\n")
+    assert "# TYPE vllm:prompt_tokens counter" in text
+    manifest = json.loads((tmp_path / "fleet.om.manifest.json").read_text())
+    assert manifest["incident"] == "gpu-throttle"
+    assert manifest["window"]["end"] - manifest["window"]["start"] == 60
+
+
+def test_serve_prints_targets_writes_file_sd_and_stops_on_sigterm(tmp_path: Path) -> None:
+    sd, manifest = tmp_path / "sd.json", tmp_path / "manifest.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fleetsim", "serve", "--replicas", "1", "--base-port", "0",
+         "--file-sd", str(sd), "--manifest", str(manifest)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_until(lambda: manifest.exists() or None, timeout=30, what="the manifest")
+        groups = json.loads(sd.read_text())
+        assert len(groups) == 4
+        url = f"http://{groups[0]['targets'][0]}/metrics"
+        assert httpx.get(url, timeout=10).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "vllm" in out and "/metrics" in out and "file_sd:" in out
