@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from fleetscope.sections import PendingSection, render_pending
+from inventory.selectors import fleet_list as fleet_list_select
 
 
 def fleet_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboard/fleet_list.html", {"section": "fleet", "fleets": []})
+    fleets = fleet_list_select().annotate(endpoint_count=Count("endpoints"))
+    return render(request, "dashboard/fleet_list.html", {"section": "fleet", "fleets": fleets})
 
 
 def slo_list(request: HttpRequest) -> HttpResponse:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import secrets
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,13 +61,25 @@ def port_is_free(host: str, port: int) -> bool:
     return True
 
 
-def serve_embedded(*, host: str, port: int) -> None:
-    """Run until Ctrl-C; stop everything this started before returning."""
+def serve_embedded(
+    *,
+    host: str,
+    port: int,
+    demo_fleet: bool = False,
+    on_starting: Callable[[str | None], None] | None = None,
+) -> None:
+    """Run until Ctrl-C; stop everything this started before returning.
+
+    `on_starting` gets the demo fleet's summary (or None) just before the web server binds.
+    """
+    fleet = None
+    if demo_fleet:
+        from fleetscope.demo_fleet import demo_fleet_start
+
+        fleet = demo_fleet_start()
     scheduler = (
         InProcessScheduler(periodic_jobs()) if settings.FLEETSCOPE_INPROCESS_SCHEDULER else None
     )
-    if scheduler is not None:
-        scheduler.start()
     config = uvicorn.Config(
         "fleetscope.asgi:application",
         host=host,
@@ -76,7 +89,13 @@ def serve_embedded(*, host: str, port: int) -> None:
         timeout_graceful_shutdown=5,
     )
     try:
+        if scheduler is not None:
+            scheduler.start()
+        if on_starting is not None:
+            on_starting(fleet.summary if fleet is not None else None)
         uvicorn.Server(config).run()
     finally:
         if scheduler is not None:
             scheduler.stop()
+        if fleet is not None:
+            fleet.sim.stop()

@@ -35,6 +35,18 @@ def periodic_jobs() -> list[PeriodicJob]:
             function="inventory.heartbeat.record_heartbeat",
             interval_seconds=interval,
         ),
+        PeriodicJob(
+            name="scrape-fleets",
+            task="inventory.tasks.scrape_all_fleets",
+            function="inventory.services.fleets_scrape_all",
+            interval_seconds=interval,
+        ),
+        PeriodicJob(
+            name="prune-store",
+            task="inventory.tasks.prune_store",
+            function="inventory.services.store_prune",
+            interval_seconds=600.0,
+        ),
     ]
 
 

@@ -7,6 +7,7 @@ REDIS_URL and PROMETHEUS_URL switch each part to its production backend.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dj_database_url
@@ -71,6 +72,35 @@ PROMETHEUS_URL = _prometheus_url.geturl().rstrip("/") if _prometheus_url else No
 PROMETHEUS_TIMEOUT_SECONDS = env.float("PROMETHEUS_TIMEOUT_SECONDS", 10.0, minimum=0.1)
 
 FLEETSCOPE_SCRAPE_INTERVAL_SECONDS = env.int("FLEETSCOPE_SCRAPE_INTERVAL_SECONDS", 15, minimum=1)
+# Scrape limits per target (README, "Scraping"). Prometheus has the same knobs, off by default.
+FLEETSCOPE_SCRAPE_TIMEOUT_SECONDS = env.float(
+    "FLEETSCOPE_SCRAPE_TIMEOUT_SECONDS", 10.0, minimum=0.1
+)
+FLEETSCOPE_SCRAPE_BODY_LIMIT_BYTES = env.int(
+    "FLEETSCOPE_SCRAPE_BODY_LIMIT_BYTES", 16 * 1024 * 1024, minimum=1024
+)
+FLEETSCOPE_SCRAPE_SAMPLE_LIMIT = env.int("FLEETSCOPE_SCRAPE_SAMPLE_LIMIT", 200_000, minimum=1)
+FLEETSCOPE_SCRAPE_LABEL_LIMIT = env.int("FLEETSCOPE_SCRAPE_LABEL_LIMIT", 64, minimum=1)
+FLEETSCOPE_SCRAPE_LABEL_NAME_LIMIT_BYTES = env.int(
+    "FLEETSCOPE_SCRAPE_LABEL_NAME_LIMIT_BYTES", 256, minimum=1
+)
+FLEETSCOPE_SCRAPE_LABEL_VALUE_LIMIT_BYTES = env.int(
+    "FLEETSCOPE_SCRAPE_LABEL_VALUE_LIMIT_BYTES", 4096, minimum=1
+)
+# Scrape worker processes (0: scrape inside the calling process) and requests in flight.
+FLEETSCOPE_SCRAPE_PROCESSES = env.int(
+    "FLEETSCOPE_SCRAPE_PROCESSES", min(os.cpu_count() or 1, 4), minimum=0
+)
+FLEETSCOPE_SCRAPE_CONCURRENCY = env.int("FLEETSCOPE_SCRAPE_CONCURRENCY", 64, minimum=1)
+# Where scrapes may go. Link-local and cloud metadata addresses are always refused.
+FLEETSCOPE_OUTBOUND_ALLOW = env.list("FLEETSCOPE_OUTBOUND_ALLOW", [])
+FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK = env.bool("FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK", default=False)
+# Embedded sample store: how long frames are kept and their minimum spacing per endpoint.
+FLEETSCOPE_STORE_RETENTION_HOURS = env.float("FLEETSCOPE_STORE_RETENTION_HOURS", 24.0, minimum=0.1)
+FLEETSCOPE_STORE_RESOLUTION_SECONDS = env.float(
+    "FLEETSCOPE_STORE_RESOLUTION_SECONDS", 0.0, minimum=0.0
+)
+
 # Embedded mode runs periodic jobs in the web process; production uses Celery beat.
 FLEETSCOPE_INPROCESS_SCHEDULER = REDIS_URL is None
 
@@ -201,4 +231,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", "INFO")},
+    # httpx logs every request at INFO: one line per endpoint per scrape cycle is noise.
+    "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
 }

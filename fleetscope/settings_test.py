@@ -10,6 +10,10 @@ import importlib
 import os
 
 os.environ.setdefault("SECRET_KEY", "test-suite-only-not-secret")
+# The simulated fleets the tests scrape listen on loopback.
+os.environ.setdefault("FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK", "true")
+# Scrape in the test process; tests/inventory/test_scrape_pool.py covers the worker processes.
+os.environ.setdefault("FLEETSCOPE_SCRAPE_PROCESSES", "0")
 
 _base = importlib.import_module("fleetscope.settings")
 globals().update({name: value for name, value in vars(_base).items() if name.isupper()})

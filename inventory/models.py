@@ -1,6 +1,199 @@
 from __future__ import annotations
 
+import uuid
+
 from django.db import models
+
+
+class Fleet(models.Model):
+    """A set of vLLM replicas (and their GPU exporters, gateways, probers) watched together."""
+
+    code = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # A scrape cycle claims the fleet until this time, so two workers (or a late
+    # beat tick) never scrape the same targets at once. See services.fleet_claim.
+    scrape_lease_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class EndpointKind(models.TextChoices):
+    VLLM = "vllm", "vLLM engine"
+    DCGM = "dcgm", "DCGM exporter"
+    ROUTER = "router", "router"
+    GATEWAY = "gateway", "gateway"
+    PROBER = "prober", "prober"
+    OTHER = "other", "other"
+
+
+class EndpointQuerySet(models.QuerySet["Endpoint"]):
+    def enabled(self) -> EndpointQuerySet:
+        return self.filter(enabled=True)
+
+
+class Endpoint(models.Model):
+    """One /metrics URL. FleetScope only ever sends GET to exactly this URL."""
+
+    code = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    fleet = models.ForeignKey(Fleet, on_delete=models.CASCADE, related_name="endpoints")
+    url = models.URLField(max_length=500)
+    kind = models.CharField(max_length=16, choices=EndpointKind.choices, default=EndpointKind.VLLM)
+    # Free labels such as model, zone, tp_group, tenant, pod, namespace.
+    labels = models.JSONField(default=dict, blank=True)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = EndpointQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["fleet", "url"]
+        constraints = [
+            models.UniqueConstraint(fields=["fleet", "url"], name="endpoint_unique_url_per_fleet"),
+        ]
+
+    def __str__(self) -> str:
+        return self.url
+
+    def clean(self) -> None:
+        # Registration-time check; the scraper checks the resolved address again at connect time.
+        from inventory.registration import endpoint_url_check
+
+        endpoint_url_check(self.url)
+
+    @property
+    def instance(self) -> str:
+        """host:port, the way Prometheus names a target in its `instance` label."""
+        from urllib.parse import urlsplit
+
+        return urlsplit(self.url).netloc
+
+
+class PrometheusSource(models.Model):
+    """A Prometheus (or Thanos, Mimir) API that FleetScope reads, and may discover targets from."""
+
+    fleet = models.ForeignKey(Fleet, on_delete=models.CASCADE, related_name="prometheus_sources")
+    name = models.CharField(max_length=100)
+    url = models.URLField(max_length=500)
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["fleet", "url"], name="prometheus_unique_url_per_fleet"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.url})"
+
+
+class ScrapeStatus(models.TextChoices):
+    SUCCEEDED = "succeeded", "succeeded"
+    FAILED = "failed", "failed"
+
+
+class ScrapeRun(models.Model):
+    """One scrape of one endpoint: the scraper's own health is a query, not a guess."""
+
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="scrape_runs")
+    started_at = models.DateTimeField()
+    duration_seconds = models.FloatField()
+    status = models.CharField(max_length=16, choices=ScrapeStatus.choices)
+    # Machine-readable reason (refused, timeout, too_large, parse_error, blocked, ...).
+    error_kind = models.CharField(max_length=32, blank=True)
+    error = models.CharField(max_length=500, blank=True)
+    body_bytes = models.PositiveBigIntegerField(default=0)
+    samples = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [
+            # selectors.endpoint_health_list: the latest run per endpoint.
+            models.Index(fields=["endpoint", "-started_at"], name="scraperun_endpoint_latest"),
+        ]
+        constraints = [
+            # Idempotency: a redelivered scrape task cannot write the same run twice.
+            models.UniqueConstraint(
+                fields=["endpoint", "started_at"], name="scraperun_unique_endpoint_start"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint_id} {self.started_at:%H:%M:%S} {self.status}"
+
+
+class SeriesSet(models.Model):
+    """The ordered list of series (name + labels) one endpoint exposed.
+
+    Consecutive scrapes of an endpoint almost always expose the same series, so
+    frames store only values, in this order, and point here.
+    """
+
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="series_sets")
+    digest = models.CharField(max_length=64)
+    # [[name, {label: value}], ...]; zlib-compressed JSON.
+    series_blob = models.BinaryField()
+    series_count = models.PositiveIntegerField()
+    first_seen_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["endpoint", "digest"], name="seriesset_unique_digest_per_endpoint"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.series_count} series of endpoint {self.endpoint_id}"
+
+
+class SampleFrame(models.Model):
+    """All sample values of one successful scrape, as one compressed float64 vector."""
+
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="frames")
+    # A frame means nothing without its layout; both go when the endpoint goes.
+    series_set = models.ForeignKey(SeriesSet, on_delete=models.CASCADE, related_name="frames")
+    at = models.DateTimeField()
+    values_blob = models.BinaryField()
+
+    class Meta:
+        indexes = [
+            # store.frames_in_window: one endpoint's frames in a time range.
+            models.Index(fields=["endpoint", "at"], name="sampleframe_endpoint_at"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["endpoint", "at"], name="sampleframe_unique_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"frame of endpoint {self.endpoint_id} at {self.at:%Y-%m-%dT%H:%M:%SZ}"
+
+
+class EndpointInventory(models.Model):
+    """What an endpoint exposed when its series layout last changed: families, labels, dialect.
+
+    Rewritten only when the layout changes; staleness comes from ScrapeRun, not from here.
+    """
+
+    endpoint = models.OneToOneField(Endpoint, on_delete=models.CASCADE, related_name="inventory")
+    series_set = models.ForeignKey(SeriesSet, on_delete=models.CASCADE, related_name="+")
+    scraped_at = models.DateTimeField()
+    dialect = models.CharField(max_length=32)
+    detected_kind = models.CharField(max_length=16)
+    # {family: {"type", "help", "unit", "label_names", "series", "buckets", "problems"}}
+    families = models.JSONField()
+    engines = models.JSONField(default=list)
+    evidence = models.JSONField(default=list)
+
+    def __str__(self) -> str:
+        return f"inventory of {self.endpoint_id}"
 
 
 class JobHeartbeat(models.Model):

@@ -6,4 +6,5 @@ from inventory import views
 
 urlpatterns = [
     path("", views.overview, name="inventory-overview"),
+    path("<slug:slug>/", views.fleet_detail, name="inventory-fleet-detail"),
 ]

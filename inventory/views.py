@@ -1,17 +1,30 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
 
-from fleetscope.sections import PendingSection, render_pending
+from inventory.models import Fleet
+from inventory.report import fleet_inventory_report
+from inventory.selectors import fleet_list
 
 
 def overview(request: HttpRequest) -> HttpResponse:
-    return render_pending(
+    return render(
+        request, "inventory/overview.html", {"section": "inventory", "fleets": fleet_list()}
+    )
+
+
+def fleet_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    fleet = get_object_or_404(Fleet, slug=slug)
+    report = fleet_inventory_report(
+        fleet=fleet,
+        now=timezone.now(),
+        interval_seconds=settings.FLEETSCOPE_SCRAPE_INTERVAL_SECONDS,
+    )
+    return render(
         request,
-        PendingSection(
-            "inventory",
-            "Inventory",
-            "What every endpoint of each fleet really exposes: metric families, label sets, "
-            "bucket edges, vLLM dialect, drift between replicas and scrape health.",
-        ),
+        "inventory/fleet_detail.html",
+        {"section": "inventory", "fleet": fleet, "report": report},
     )

@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 var="${FLEETSCOPE_VAR_DIR:-$PWD/var}"
+# The demo fleet runs on this machine; production deployments list their networks instead.
+export FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK="${FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK:-true}"
 mkdir -p "$var/static"
 if [ -z "${SECRET_KEY:-}" ] && [ -z "${SECRET_KEY_FILE:-}" ]; then
   # A per-checkout key, made once: sessions survive demo restarts, nothing secret is committed.

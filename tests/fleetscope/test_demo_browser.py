@@ -49,13 +49,16 @@ def demo(tmp_path: Path) -> Iterator[Demo]:
     )
     assert process.stdout is not None
     login = url = None
+    output = []
     for line in process.stdout:
+        output.append(line)
         if match := re.match(r"login: (\S+) / (\S+)", line):
             login = match.groups()
         if match := re.search(r"running at (http://\S+)", line):
             url = match.group(1)
             break
-    assert login and url, "make demo did not print the login and the URL"
+    assert login and url, "make demo did not print the login and the URL:\n" + "".join(output)
+    assert any(line.startswith("demo fleet: 4 simulated vLLM replicas") for line in output)
     get_when_listening(f"{url}/healthz", timeout=60)
     yield Demo(url, login[0], login[1], process, port)
     if process.poll() is None:
@@ -76,8 +79,20 @@ def test_make_demo_serves_login_then_the_base_layout(demo: Demo) -> None:
         nav = page.inner_text("nav[aria-label=Sections]")
         for label in ("Fleet", "Inventory", "SLOs", "Incidents", "Capacity", "Cost"):
             assert label in nav
-        assert "No fleet yet." in page.inner_text("main")
+        assert "Demo fleet (simulated)" in page.inner_text("#fleets")
         page.screenshot(path=screenshot_path("demo-fleet"), full_page=True)
+        page.click("text=what it exposes")
+        # The in-process scheduler scrapes at start-up; the page shows it once it has run.
+        for _ in range(60):
+            if page.locator("#family-matrix-vllm").count():
+                break
+            page.wait_for_timeout(500)
+            page.reload()
+        health = page.inner_text("#scrape-health")
+        assert health.lower().count("\tup") == 10, health
+        assert "vllm:kv_cache_usage_perc" in page.inner_text("#family-matrix-vllm")
+        assert "ready" in page.inner_text("#capability-map").lower()
+        page.screenshot(path=screenshot_path("demo-inventory"), full_page=True)
         page.click("text=Incidents")
         assert "Not built yet." in page.inner_text("main")
 

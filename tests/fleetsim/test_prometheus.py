@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
@@ -11,7 +10,8 @@ import pytest
 from fleetsim.api import start_fleet
 from fleetsim.history import History
 from fleetsim.targets import file_sd
-from tests.fleetsim.conftest import query, running_prometheus
+from tests.fleetsim.conftest import query
+from tests.prometheus import file_sd_config, running_prometheus
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.prometheus
@@ -42,16 +42,7 @@ def test_prometheus_scrapes_every_target_of_a_running_fleet_as_up(tmp_path: Path
 
 
 def scrape_config(tmp_path: Path, targets: list) -> Path:
-    sd = tmp_path / "targets.json"
-    sd.write_text(json.dumps(file_sd(targets)))
-    config = tmp_path / "prometheus.yml"
-    config.write_text(
-        "global: {scrape_interval: 1s, scrape_timeout: 1s}\n"
-        "scrape_configs:\n"
-        "  - job_name: fleetsim\n"
-        f"    file_sd_configs: [{{files: ['{sd}'], refresh_interval: 1s}}]\n"
-    )
-    return config
+    return file_sd_config(tmp_path, file_sd(targets))
 
 
 def test_prometheus_sees_a_downed_replica_go_down_and_come_back(tmp_path: Path) -> None:

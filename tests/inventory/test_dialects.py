@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -458,12 +457,8 @@ def test_reports_are_frozen_and_the_same_input_gives_the_same_answer() -> None:
 
 
 FLEETSIM_DIALECTS = ["current", "v1-0.10", "v1-0.8", "v0"]
-HAS_FLEETSIM_API = importlib.util.find_spec("fleetsim") is not None and (
-    importlib.util.find_spec("fleetsim.api") is not None
-)
 
 
-@pytest.mark.skipif(not HAS_FLEETSIM_API, reason="fleetsim.api is not there yet")
 @pytest.mark.parametrize("dialect", FLEETSIM_DIALECTS)
 def test_fleetsim_payload_of_every_dialect_is_detected_as_that_dialect(dialect: str) -> None:
     from fleetsim.api import sample_exposition

@@ -15,7 +15,9 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument(
-            "--demo", action="store_true", help="create the demo login and print it"
+            "--demo",
+            action="store_true",
+            help="create the demo login, start a simulated fleet (fleetsim) and register it",
         )
 
     def handle(self, *args: Any, host: str, port: int, demo: bool, **options: Any) -> None:
@@ -25,6 +27,13 @@ class Command(BaseCommand):
             login = demo_login_ensure(var_dir=settings.VAR_DIR)
             self.stdout.write(f"login: {login.username} / {login.password}")
         shown_host = f"[{host}]" if ":" in host else host
-        self.stdout.write(f"FleetScope is running at http://{shown_host}:{port}  (Ctrl-C stops it)")
-        self.stdout.flush()
-        serve_embedded(host=host, port=port)
+
+        def announce(fleet_summary: str | None) -> None:
+            if fleet_summary:
+                self.stdout.write(fleet_summary)
+            self.stdout.write(
+                f"FleetScope is running at http://{shown_host}:{port}  (Ctrl-C stops it)"
+            )
+            self.stdout.flush()
+
+        serve_embedded(host=host, port=port, demo_fleet=demo, on_starting=announce)

@@ -1,0 +1,185 @@
+"""One full scrape cycle of N endpoints: FleetScope against a naive baseline, in one run.
+
+    .venv/bin/python benchmarks/scrape_cycle.py --endpoints 1000
+
+Endpoints are served locally by `benchmarks/metrics_server.py` (a separate
+process) with fleetsim payloads of 1 to 8 data-parallel engines and different
+`max_model_len` (about 40-300 KB each). FleetScope's cycle is the production
+path: `inventory.services.fleet_scrape` (async scrape with the outbound policy,
+strict parse, limits, and the embedded store written in one transaction).
+The baseline fetches sequentially with httpx and parses with prometheus_client
+(no storage). Each runs in its own child process so peak RSS is its own.
+Goal: a 1,000-endpoint cycle under 5 s on 2 cores, with bounded memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# benchmarks/fleetsim.py would shadow the fleetsim package when run from this folder.
+sys.path.insert(0, str(ROOT))
+# (data-parallel engines, max_model_len): replicas differ as in real fleets.
+SHAPES = [(1, 4096), (1, 32768), (2, 8192), (2, 131072), (4, 32768), (8, 32768)]
+
+
+def write_payloads(directory: Path) -> list[int]:
+    from fleetsim.api import sample_exposition
+
+    sizes = []
+    for i, (dp, max_len) in enumerate(SHAPES):
+        text = sample_exposition(dp=dp, seed=i, warm_seconds=600.0, max_model_len=max_len)
+        (directory / f"{i:02d}.prom").write_text(text, encoding="utf-8")
+        sizes.append(len(text.encode()))
+    return sizes
+
+
+def endpoint_urls(ports: list[int], count: int) -> list[str]:
+    return [f"http://127.0.0.1:{ports[i % len(ports)]}/e/{i}/metrics" for i in range(count)]
+
+
+def run_fleetscope(urls: list[str], cycles: int) -> dict[str, object]:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fleetscope.settings")
+    os.environ.setdefault("SECRET_KEY", "benchmark-only")
+    os.environ["FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK"] = "true"
+    var = tempfile.mkdtemp(prefix="fleetscope-bench-")
+    os.environ["FLEETSCOPE_VAR_DIR"] = var
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from inventory.models import Endpoint, Fleet
+    from inventory.services import fleet_scrape
+
+    call_command("migrate", verbosity=0)
+    fleet = Fleet.objects.create(slug=f"bench-{os.getpid()}", name="bench")
+    Endpoint.objects.bulk_create(Endpoint(fleet=fleet, url=url, kind="vllm") for url in urls)
+    times, reports = [], []
+    for _ in range(cycles):
+        started = time.perf_counter()
+        report = fleet_scrape(fleet_id=fleet.pk)
+        times.append(time.perf_counter() - started)
+        reports.append((report.succeeded, report.failed, report.samples))
+    fleet.delete()
+    from inventory.services import scrape_pool
+
+    workers = scrape_pool().processes
+    scrape_pool().close()  # workers exit, so their peak RSS is counted below
+    return {
+        "cycle_seconds": times,
+        "reports": reports,
+        "workers": workers,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "worker_peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        "database": os.environ.get("DATABASE_URL", "sqlite"),
+    }
+
+
+def run_baseline(urls: list[str]) -> dict[str, object]:
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    started = time.perf_counter()
+    samples = 0
+    with httpx.Client(timeout=10) as client:
+        for url in urls:
+            text = client.get(url).text
+            samples += sum(len(f.samples) for f in text_string_to_metric_families(text))
+    return {
+        "cycle_seconds": [time.perf_counter() - started],
+        "samples": samples,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def child(mode: str, urls: list[str], cycles: int) -> dict[str, object]:
+    result = subprocess.run(
+        [sys.executable, __file__, "--child", mode, "--cycles", str(cycles)],
+        input=json.dumps(urls),
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"{mode} run failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--endpoints", type=int, default=1000)
+    parser.add_argument("--cycles", type=int, default=3)
+    parser.add_argument("--ports", type=int, default=8)
+    parser.add_argument("--child", choices=["fleetscope", "baseline"])
+    args = parser.parse_args()
+    if args.child:
+        urls = json.loads(sys.stdin.read())
+        out = (
+            run_fleetscope(urls, args.cycles) if args.child == "fleetscope" else run_baseline(urls)
+        )
+        print(json.dumps(out))
+        return
+
+    with tempfile.TemporaryDirectory() as directory:
+        sizes = write_payloads(Path(directory))
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                str(ROOT / "benchmarks" / "metrics_server.py"),
+                directory,
+                str(args.ports),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert server.stdout is not None
+            ports = json.loads(server.stdout.readline())["ports"]
+            urls = endpoint_urls(ports, args.endpoints)
+            ours = child("fleetscope", urls, args.cycles)
+            base = child("baseline", urls, 1)
+        finally:
+            assert server.stdin is not None
+            server.stdin.close()
+            server.wait(timeout=10)
+
+    total_mb = sum(sizes[i % len(sizes)] for i in range(args.endpoints)) / 1e6
+    cycle_times = ours["cycle_seconds"]
+    assert isinstance(cycle_times, list)
+    warm = cycle_times[1:] or cycle_times
+    base_time = base["cycle_seconds"][0]  # type: ignore[index]
+    print(
+        f"endpoints: {args.endpoints}, payloads {min(sizes) // 1024}-{max(sizes) // 1024} KB, "
+        f"{total_mb:.0f} MB per cycle, database {ours['database'].split('@')[-1]}"
+    )
+    print(
+        f"fleetscope cycles (s): {', '.join(f'{t:.2f}' for t in cycle_times)} "
+        f"(first is cold: empty label caches)"
+    )
+    print(f"fleetscope warm median: {statistics.median(warm):.2f} s   (goal < 5 s)")
+    print(f"fleetscope results per cycle (ok, failed, samples): {ours['reports'][0]}")
+    print(
+        f"fleetscope peak RSS: {ours['peak_rss_mib']:.0f} MiB (writer process), "
+        f"{ours['worker_peak_rss_mib']:.0f} MiB (largest of {ours['workers']} scrape workers)"
+    )
+    print(
+        f"baseline (sequential httpx + prometheus_client, no storage): {base_time:.2f} s, "
+        f"peak RSS {base['peak_rss_mib']:.0f} MiB"
+    )
+    print(f"speed-up vs baseline: {base_time / statistics.median(warm):.1f}x")
+
+
+if __name__ == "__main__":
+    main()

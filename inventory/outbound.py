@@ -1,0 +1,69 @@
+"""The one place outbound HTTP clients are made.
+
+FleetScope is read-only by construction: every outbound request goes through a
+client built here, and a request hook refuses any method other than GET before
+a byte leaves the process. Tests add observers to the same hook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import SimpleNamespace
+
+import aiohttp
+import httpx
+
+READ_ONLY_METHODS = frozenset({"GET"})
+
+# Extra request hooks (method, url), for tests that record every request FleetScope makes.
+REQUEST_OBSERVERS: list[Callable[[str, str], None]] = []
+
+
+class WriteAttempted(RuntimeError):
+    """Code tried to send a non-GET request; that is a bug, never a runtime condition."""
+
+
+def _check(method: str, url: str) -> None:
+    if method.upper() not in READ_ONLY_METHODS:
+        raise WriteAttempted(f"FleetScope is read-only: refused {method} {url}")
+    for observer in REQUEST_OBSERVERS:
+        observer(method.upper(), url)
+
+
+def _httpx_hook(request: httpx.Request) -> None:
+    _check(request.method, str(request.url))
+
+
+async def _aiohttp_hook(
+    session: aiohttp.ClientSession,
+    context: SimpleNamespace,
+    params: aiohttp.TraceRequestStartParams,
+) -> None:
+    _check(params.method, str(params.url))
+
+
+def sync_client(*, timeout_seconds: float) -> httpx.Client:
+    """For the few synchronous reads (Prometheus API): httpx, no redirects, no env proxies."""
+    return httpx.Client(
+        timeout=httpx.Timeout(timeout_seconds),
+        follow_redirects=False,
+        event_hooks={"request": [_httpx_hook]},
+        trust_env=False,
+    )
+
+
+def scrape_session(*, timeout_seconds: float, max_connections: int) -> aiohttp.ClientSession:
+    """For scrapes: aiohttp, measured about 6x cheaper per request than httpx's async client
+    (benchmarks/scrape_cycle.py). Bodies stay compressed so the scraper can cap inflation."""
+    trace = aiohttp.TraceConfig()
+    trace.on_request_start.append(_aiohttp_hook)
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=max_connections, force_close=True),
+        timeout=aiohttp.ClientTimeout(total=timeout_seconds),
+        auto_decompress=False,
+        trust_env=False,
+        trace_configs=[trace],
+        # Our own Accept/Accept-Encoding only; no cookies carried between endpoints.
+        skip_auto_headers=("Accept-Encoding", "User-Agent"),
+        cookie_jar=aiohttp.DummyCookieJar(),
+    )

@@ -1,0 +1,75 @@
+"""The worker-process path the production scheduler uses (tests default to in-process)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures.process import BrokenProcessPool
+
+import pytest
+
+from fleetsim.api import Fleet, start_fleet
+from inventory.scrape import ScrapeLimits
+from inventory.scrape_pool import ScrapeConfig, ScrapePool, shard_of
+
+CONFIG = ScrapeConfig(allow=(), allow_loopback=True, limits=ScrapeLimits(), concurrency=8)
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[Fleet]:
+    with start_fleet(replicas=3, scenario="steady", seed=5) as running:
+        yield running
+
+
+@pytest.fixture
+def pool() -> Iterator[ScrapePool]:
+    workers = ScrapePool(processes=2, config=CONFIG)
+    yield workers
+    workers.close()
+
+
+def test_workers_return_outcomes_in_request_order(sim: Fleet, pool: ScrapePool) -> None:
+    urls = [t.url for t in sim.targets]
+    outcomes = pool.scrape("fleet-a", urls, [])
+    assert [o.url for o in outcomes] == urls
+    assert all(o.ok for o in outcomes)
+    assert {shard_of(url, 2) for url in urls} == {0, 1}
+
+
+def test_a_worker_keeps_its_layout_memo_across_cycles_and_can_be_told_to_forget(
+    sim: Fleet, pool: ScrapePool
+) -> None:
+    urls = [t.url for t in sim.targets if t.kind == "vllm"]
+    first = pool.scrape("fleet-b", urls, [])
+    second = pool.scrape("fleet-b", urls, [])
+    third = pool.scrape("fleet-b", urls, [urls[0]])
+    assert all(o.layout_blob is not None for o in first)
+    assert all(o.layout_blob is None for o in second)
+    assert third[0].layout_blob is not None
+    assert all(o.layout_blob is None for o in third[1:])
+
+
+def test_blocked_targets_are_refused_inside_the_workers_too(pool: ScrapePool) -> None:
+    strict = ScrapePool(processes=2, config=ScrapeConfig((), False, ScrapeLimits(), 4))
+    try:
+        outcomes = strict.scrape("fleet-c", ["http://127.0.0.1:9/metrics", "http://[::1]:9/m"], [])
+    finally:
+        strict.close()
+    assert [o.error.kind if o.error else None for o in outcomes] == ["blocked", "blocked"]
+
+
+def test_a_pool_whose_worker_died_starts_fresh_on_the_next_cycle(sim: Fleet) -> None:
+    import os
+    import signal
+
+    workers = ScrapePool(processes=2, config=CONFIG)
+    urls = [t.url for t in sim.targets]
+    try:
+        workers.scrape("fleet-d", urls, [])
+        for executor in workers._executors:
+            for process in executor._processes.values():
+                os.kill(process.pid, signal.SIGKILL)
+        with pytest.raises(BrokenProcessPool):
+            workers.scrape("fleet-d", urls, [])
+        assert all(o.ok for o in workers.scrape("fleet-d", urls, []))
+    finally:
+        workers.close()
