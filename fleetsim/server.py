@@ -7,6 +7,7 @@ thread, not 34); each request is answered in its own short-lived thread.
 from __future__ import annotations
 
 import gzip
+import os
 import selectors
 import socket
 import sys
@@ -17,7 +18,8 @@ from typing import Any
 
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
-HOST = "127.0.0.1"
+# Loopback unless a container deployment asks for another bind address (docker-compose.yml).
+HOST = os.environ.get("FLEETSIM_BIND", "127.0.0.1")
 Render = Callable[[], tuple[bytes, str]]  # (body, content type)
 
 

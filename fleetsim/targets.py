@@ -8,6 +8,7 @@ With P = 0 every endpoint gets a free port from the kernel.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ from typing import Any
 from fleetsim.config import NAMESPACE
 from fleetsim.fleet import FleetModel
 
-HOST = "127.0.0.1"
+# The host name scrapers use; a container deployment advertises its service name.
+HOST = os.environ.get("FLEETSIM_ADVERTISE", "127.0.0.1")
 DEFAULT_BASE_PORT = 18000  # the CLI's default: clear of the dashboard's 8000 and Prometheus' 9090
 DCGM_OFFSET = 1000
 GATEWAY_OFFSET = 2000

@@ -185,3 +185,19 @@ def test_a_layout_the_database_lost_is_asked_for_again(sim: SimFleet) -> None:
     assert SeriesSet.objects.count() == 1
     assert SampleFrame.objects.count() == 1
     assert EndpointInventory.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("dialect", "dp", "engines"),
+    [("current", 2, ["0", "1"]), ("v1-0.10", 1, ["0"]), ("v1-0.8", 1, []), ("v0", 1, [])],
+)
+def test_a_cycle_inventories_every_vllm_dialect(dialect: str, dp: int, engines: list[str]) -> None:
+    with start_fleet(replicas=1, dialect=dialect, dp=dp, seed=2) as fleet:
+        engine = next(t.url for t in fleet.targets if t.kind == "vllm")
+        db_fleet = register([(engine, "vllm")])
+        report = fleet_scrape(fleet_id=db_fleet.pk)
+    assert report.succeeded == 1
+    inventory = EndpointInventory.objects.get()
+    assert inventory.dialect == dialect
+    assert inventory.detected_kind == "engine"
+    assert inventory.engines == engines
