@@ -71,10 +71,10 @@ def run_fleetscope(urls: list[str], cycles: int) -> dict[str, object]:
         times.append(time.perf_counter() - started)
         reports.append((report.succeeded, report.failed, report.samples))
     fleet.delete()
-    from inventory.services import scrape_pool
+    from inventory.services import scrape_pool, scrape_pool_close
 
     workers = scrape_pool().processes
-    scrape_pool().close()  # workers exit, so their peak RSS is counted below
+    scrape_pool_close()  # workers exit, so their peak RSS is counted below
     return {
         "cycle_seconds": times,
         "reports": reports,

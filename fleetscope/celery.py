@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from celery.signals import worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fleetscope.settings")
 
@@ -18,3 +19,10 @@ def _install_beat_schedule(sender: Celery, **kwargs: object) -> None:
     from fleetscope.schedule import beat_schedule
 
     sender.conf.beat_schedule = beat_schedule()
+
+
+@worker_process_init.connect
+def _scrape_inside_worker_processes(**kwargs: object) -> None:
+    from inventory.services import scrape_in_this_process
+
+    scrape_in_this_process()

@@ -19,6 +19,7 @@ from django.contrib.auth import get_user_model
 
 from fleetscope.schedule import periodic_jobs
 from fleetscope.scheduler import InProcessScheduler
+from inventory.services import scrape_pool_close
 
 log = logging.getLogger(__name__)
 
@@ -97,5 +98,6 @@ def serve_embedded(
     finally:
         if scheduler is not None:
             scheduler.stop()
+        scrape_pool_close()
         if fleet is not None:
             fleet.sim.stop()

@@ -65,10 +65,10 @@ class ScrapePool:
         for index, url in enumerate(urls):
             shards[shard_of(url, len(executors))].append(index)
         futures: list[tuple[list[int], Future[list[ScrapeOutcome]]]] = []
-        for executor, indices in zip(executors, shards, strict=True):
+        for shard, (executor, indices) in enumerate(zip(executors, shards, strict=True)):
             if indices:
                 shard_urls = [urls[i] for i in indices]
-                shard_forget = [u for u in forget if u in set(shard_urls)]
+                shard_forget = [u for u in forget if shard_of(u, len(executors)) == shard]
                 future = executor.submit(
                     _worker_scrape, fleet_code, self.config, shard_urls, shard_forget
                 )

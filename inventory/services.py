@@ -1,4 +1,4 @@
-"""Writes of the inventory app: scrape cycles, the embedded store, fleets and endpoints."""
+"""Writes of the inventory app: scrape cycles and the embedded store they fill."""
 
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ class _ProcessState:
     """
 
     pool: ScrapePool | None = None
+    in_process_only: bool = False
     forget: dict[str, list[str]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -65,7 +66,7 @@ def scrape_pool() -> ScrapePool:
         if _state.pool is None:
             policy = outbound_policy()  # validates the allow-list here, not in a worker
             _state.pool = ScrapePool(
-                processes=settings.FLEETSCOPE_SCRAPE_PROCESSES,
+                processes=0 if _state.in_process_only else settings.FLEETSCOPE_SCRAPE_PROCESSES,
                 config=ScrapeConfig(
                     allow=tuple(settings.FLEETSCOPE_OUTBOUND_ALLOW),
                     allow_loopback=policy.allow_loopback,
@@ -74,6 +75,24 @@ def scrape_pool() -> ScrapePool:
                 ),
             )
         return _state.pool
+
+
+def scrape_in_this_process() -> None:
+    """Scrape without worker processes from now on.
+
+    For Celery's pool processes: they may not start children of their own, and
+    Celery's concurrency already spreads fleets over the cores.
+    """
+    scrape_pool_close()
+    _state.in_process_only = True
+
+
+def scrape_pool_close() -> None:
+    """Stop this process's scrape workers (at shutdown)."""
+    with _state.lock:
+        pool, _state.pool = _state.pool, None
+    if pool is not None:
+        pool.close()
 
 
 @dataclass(frozen=True)

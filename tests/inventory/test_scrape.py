@@ -55,13 +55,20 @@ def test_scrape_many_covers_every_kind_of_fleetsim_target(fleet: Fleet) -> None:
     assert [o.error for o in outcomes] == [None] * len(fleet.targets)
 
 
-def test_scrape_reuses_its_label_cache_across_cycles(fleet: Fleet) -> None:
-    url = next(t.url for t in fleet.targets if t.kind == "vllm")
+def test_scrape_reuses_its_label_cache_across_cycles() -> None:
+    # A fixed payload: a live replica may legitimately change its layout between scrapes.
+    def respond(h: BaseHTTPRequestHandler) -> None:
+        send_body(
+            h, b'# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{engine="0"} 3\n'
+        )
+
     scraper = Scraper(policy=LOOPBACK)
-    (first,) = asyncio.run(scraper.scrape_many([url]))
-    cache = scraper.label_caches[url]
-    size = len(cache)
-    (second,) = asyncio.run(scraper.scrape_many([url]))
+    with serving(respond) as server:
+        url = server.url()
+        (first,) = asyncio.run(scraper.scrape_many([url]))
+        cache = scraper.label_caches[url]
+        size = len(cache)
+        (second,) = asyncio.run(scraper.scrape_many([url]))
     assert size > 0
     assert scraper.label_caches[url] is cache
     # Same layout: the second outcome carries only values, not the layout again.

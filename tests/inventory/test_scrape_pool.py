@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from fleetsim.api import Fleet, start_fleet
 from inventory.scrape import ScrapeLimits
 from inventory.scrape_pool import ScrapeConfig, ScrapePool, shard_of
+from tests.inventory.badservers import send_body, serving
 
 CONFIG = ScrapeConfig(allow=(), allow_loopback=True, limits=ScrapeLimits(), concurrency=8)
 
@@ -36,12 +38,17 @@ def test_workers_return_outcomes_in_request_order(sim: Fleet, pool: ScrapePool) 
 
 
 def test_a_worker_keeps_its_layout_memo_across_cycles_and_can_be_told_to_forget(
-    sim: Fleet, pool: ScrapePool
+    pool: ScrapePool,
 ) -> None:
-    urls = [t.url for t in sim.targets if t.kind == "vllm"]
-    first = pool.scrape("fleet-b", urls, [])
-    second = pool.scrape("fleet-b", urls, [])
-    third = pool.scrape("fleet-b", urls, [urls[0]])
+    # A fixed payload: a live replica may legitimately change its layout between scrapes.
+    def respond(h: BaseHTTPRequestHandler) -> None:
+        send_body(h, b"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n")
+
+    with serving(respond) as server:
+        urls = [server.url(f"/replica-{i}/metrics") for i in range(4)]
+        first = pool.scrape("fleet-b", urls, [])
+        second = pool.scrape("fleet-b", urls, [])
+        third = pool.scrape("fleet-b", urls, [urls[0]])
     assert all(o.layout_blob is not None for o in first)
     assert all(o.layout_blob is None for o in second)
     assert third[0].layout_blob is not None
@@ -73,3 +80,15 @@ def test_a_pool_whose_worker_died_starts_fresh_on_the_next_cycle(sim: Fleet) -> 
         assert all(o.ok for o in workers.scrape("fleet-d", urls, []))
     finally:
         workers.close()
+
+
+def test_celery_worker_processes_scrape_without_children_of_their_own() -> None:
+    from fleetscope.celery import _scrape_inside_worker_processes
+    from inventory import services
+
+    try:
+        _scrape_inside_worker_processes()
+        assert services.scrape_pool().processes == 0
+    finally:
+        services.scrape_pool_close()
+        services._state.in_process_only = False

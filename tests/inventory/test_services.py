@@ -62,10 +62,16 @@ def test_a_cycle_records_a_run_a_frame_and_an_inventory_per_endpoint(sim: SimFle
     assert ("dcgm", "dcgm") in kinds
 
 
-def test_the_next_cycle_adds_frames_but_reuses_the_series_layout(sim: SimFleet) -> None:
-    fleet = register([(sim.targets[0].url, "vllm")])
-    fleet_scrape(fleet_id=fleet.pk)
-    fleet_scrape(fleet_id=fleet.pk, now=timezone.now() + timedelta(seconds=30))
+def steady(h: BaseHTTPRequestHandler) -> None:
+    """A payload whose layout never changes (a live replica's may, legitimately)."""
+    send_body(h, b"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n")
+
+
+def test_the_next_cycle_adds_frames_but_reuses_the_series_layout() -> None:
+    with serving(steady) as server:
+        fleet = register([(server.url(), "vllm")])
+        fleet_scrape(fleet_id=fleet.pk)
+        fleet_scrape(fleet_id=fleet.pk, now=timezone.now() + timedelta(seconds=30))
     assert SampleFrame.objects.count() == 2
     assert SeriesSet.objects.count() == 1
 
@@ -174,14 +180,15 @@ def test_the_scrape_session_refuses_anything_but_get() -> None:
             asyncio.run(send(method))
 
 
-def test_a_layout_the_database_lost_is_asked_for_again(sim: SimFleet) -> None:
-    fleet = register([(sim.targets[0].url, "vllm")])
-    fleet_scrape(fleet_id=fleet.pk)
-    SeriesSet.objects.all().delete()  # as after restoring an older backup
-    report = fleet_scrape(fleet_id=fleet.pk)
-    assert report.lost_layouts == (sim.targets[0].url,)
-    assert SampleFrame.objects.count() == 0
-    fleet_scrape(fleet_id=fleet.pk)
+def test_a_layout_the_database_lost_is_asked_for_again() -> None:
+    with serving(steady) as server:
+        fleet = register([(server.url(), "vllm")])
+        fleet_scrape(fleet_id=fleet.pk)
+        SeriesSet.objects.all().delete()  # as after restoring an older backup
+        report = fleet_scrape(fleet_id=fleet.pk)
+        assert report.lost_layouts == (server.url(),)
+        assert SampleFrame.objects.count() == 0
+        fleet_scrape(fleet_id=fleet.pk)
     assert SeriesSet.objects.count() == 1
     assert SampleFrame.objects.count() == 1
     assert EndpointInventory.objects.count() == 1
