@@ -43,7 +43,9 @@ class Endpoint(models.Model):
 
     code = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     fleet = models.ForeignKey(Fleet, on_delete=models.CASCADE, related_name="endpoints")
-    url = models.URLField(max_length=500)
+    # Not URLField: its validator refuses single-label hosts (Kubernetes service
+    # names); the outbound policy in clean() is the validator that matters.
+    url = models.CharField(max_length=500)
     kind = models.CharField(max_length=16, choices=EndpointKind.choices, default=EndpointKind.VLLM)
     # Free labels such as model, zone, tp_group, tenant, pod, namespace.
     labels = models.JSONField(default=dict, blank=True)
@@ -80,7 +82,7 @@ class PrometheusSource(models.Model):
 
     fleet = models.ForeignKey(Fleet, on_delete=models.CASCADE, related_name="prometheus_sources")
     name = models.CharField(max_length=100)
-    url = models.URLField(max_length=500)
+    url = models.CharField(max_length=500)
     enabled = models.BooleanField(default=True)
 
     class Meta:
@@ -92,6 +94,11 @@ class PrometheusSource(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.url})"
+
+    def clean(self) -> None:
+        from inventory.registration import endpoint_url_check
+
+        endpoint_url_check(self.url)
 
 
 class ScrapeStatus(models.TextChoices):

@@ -69,7 +69,10 @@ def targets_import(
             endpoint, was_created = Endpoint.objects.update_or_create(
                 fleet=fleet, url=spec.url, defaults={"kind": spec.kind, "labels": spec.labels}
             )
-            endpoint.full_clean()
+            try:
+                endpoint.full_clean()
+            except ValidationError as exc:
+                raise RegistrationError(f"{spec.url[:200]}: {'; '.join(exc.messages)}") from None
             created += was_created
             updated += not was_created
         if prune:

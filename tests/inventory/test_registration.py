@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.test import override_settings
 
 from fleetsim.api import start_fleet
 from fleetsim.targets import file_sd
@@ -61,3 +62,11 @@ def test_discovery_from_a_dead_prometheus_fails_cleanly(closed_port: int) -> Non
         endpoints_discover(source=source, timeout_seconds=2)
     assert not Endpoint.objects.exists()
     assert Fleet.objects.count() == 1
+
+
+def test_single_label_host_names_register_when_the_allow_list_names_them() -> None:
+    with override_settings(FLEETSCOPE_OUTBOUND_ALLOW=["fleetsim"]):
+        report = targets_import(
+            fleet_slug="compose", specs=[TargetSpec("http://fleetsim:18000/metrics", "vllm", {})]
+        )
+    assert report.created == 1

@@ -138,7 +138,7 @@ def test_counter_resets_are_stored_as_they_happened() -> None:
     assert [f.value_of("vllm:num_preemptions_total", {}) for f in frames] == [1000.0, 5.0]
 
 
-def test_prune_removes_frames_and_runs_past_retention(sim: SimFleet, settings: object) -> None:
+def test_prune_removes_frames_and_runs_past_retention(sim: SimFleet) -> None:
     fleet = register([(sim.targets[0].url, "vllm")])
     fleet_scrape(fleet_id=fleet.pk)
     assert store_prune(now=timezone.now() + timedelta(hours=23)) == 0
