@@ -1,7 +1,11 @@
-"""Websocket routes; each app adds its consumers here as they are built."""
+"""Websocket routes."""
 
 from __future__ import annotations
 
-from django.urls import URLPattern
+from django.urls import URLPattern, path
 
-websocket_urlpatterns: list[URLPattern] = []
+from dashboard.consumers import FleetOverviewConsumer
+
+websocket_urlpatterns: list[URLPattern] = [
+    path("ws/fleets/<uuid:code>/", FleetOverviewConsumer.as_asgi(), name="ws-fleet-overview"),
+]

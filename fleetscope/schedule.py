@@ -42,6 +42,12 @@ def periodic_jobs() -> list[PeriodicJob]:
             interval_seconds=interval,
         ),
         PeriodicJob(
+            name="publish-overviews",
+            task="dashboard.tasks.publish_overviews",
+            function="dashboard.live.overviews_publish",
+            interval_seconds=interval,
+        ),
+        PeriodicJob(
             name="prune-store",
             task="inventory.tasks.prune_store",
             function="inventory.services.store_prune",

@@ -1,50 +1,231 @@
-"""The one module that talks to Prometheus. Read-only API paths, mandatory timeouts."""
+"""The one module that talks to Prometheus. Read-only API paths, mandatory timeouts.
+
+A thin httpx client rather than prometheus-api-client's `PrometheusConnect`,
+measured against 0.7.2: its query methods return only `data.result` (the
+`warnings` that mark a partial answer are dropped), put the whole response
+body in their exception text, round range bounds to whole seconds, default
+to no timeout and mount urllib3 retries on 5xx (which would double the
+Celery retry layer). httpx through `inventory.outbound.sync_client` gets the
+read-only guard and its observers on every request for free.
+
+No retries here: a page answers with one attempt, and background tasks retry
+the exceptions whose `retryable` is true. Bad queries are never retried.
+"""
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import httpx
 
 from inventory.outbound import sync_client
 
+# The only paths FleetScope asks a Prometheus for.
+READ_ONLY_PATHS = frozenset(
+    {"/api/v1/query", "/api/v1/query_range", "/api/v1/status/buildinfo", "/api/v1/targets"}
+)
+# A dashboard never needs more; a bigger answer is a runaway query, not data.
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+EXCERPT_CHARS = 160
+
 
 class PrometheusError(Exception):
     """Prometheus could not answer; the message names the reason, never the response body."""
 
+    retryable = False
+    reason = "server-error"
 
-def _get(
+
+class PrometheusUnavailable(PrometheusError):
+    """Nothing answered: connection refused, DNS failure, reset."""
+
+    retryable = True
+    reason = "prometheus-unavailable"
+
+
+class PrometheusTimeout(PrometheusError):
+    """Our deadline passed, or Prometheus' own query timeout fired (503 `timeout`)."""
+
+    retryable = True
+    reason = "timeout"
+
+
+class PrometheusBadQuery(PrometheusError):
+    """400 `bad_data` or 422 `execution`: the query is wrong and asking again will not help."""
+
+    retryable = False
+    reason = "bad-query"
+
+
+class PrometheusServerError(PrometheusError):
+    """5xx, a proxy's HTML page, or an answer that is not Prometheus JSON."""
+
+    retryable = True
+    reason = "server-error"
+
+
+@dataclass(frozen=True)
+class PrometheusAnswer:
+    """A successful query: `result_type` (matrix, vector, ...), the raw `result`, and any
+    `warnings` Prometheus attached (a partial answer)."""
+
+    result_type: str
+    result: list[dict[str, Any]]
+    warnings: tuple[str, ...]
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """A short, printable, escaped piece of untrusted text for an error message."""
+    flat = " ".join(text.split())
+    # Control characters (terminal escapes) and non-ASCII (RTL overrides) shown as \x.. / \u....
+    shown = "".join(
+        c if c.isascii() and c.isprintable() else c.encode("unicode_escape").decode("ascii")
+        for c in flat[:limit]
+    )
+    return shown + ("..." if len(flat) > limit else "")
+
+
+def _url(base_url: str, path: str) -> str:
+    if path not in READ_ONLY_PATHS:
+        raise ValueError(f"{path} is not a read-only Prometheus API path FleetScope uses")
+    return base_url.rstrip("/") + path
+
+
+def _read_capped(response: httpx.Response) -> bytes:
+    chunks, size = [], 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            raise PrometheusServerError(
+                f"prometheus answer exceeds {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB"
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _fetch(
     url: str, *, timeout_seconds: float, params: Mapping[str, str] | None = None
-) -> httpx.Response:
+) -> tuple[int, str, bytes]:
     try:
-        with sync_client(timeout_seconds=timeout_seconds) as client:
-            response = client.get(url, params=params)
+        with (
+            sync_client(timeout_seconds=timeout_seconds) as client,
+            client.stream("GET", url, params=params) as response,
+        ):
+            return (
+                response.status_code,
+                response.headers.get("content-type", ""),
+                _read_capped(response),
+            )
     except httpx.TimeoutException:
-        raise PrometheusError(f"prometheus timed out after {timeout_seconds:g}s") from None
+        raise PrometheusTimeout(f"prometheus timed out after {timeout_seconds:g}s") from None
     except httpx.HTTPError as exc:
-        raise PrometheusError(f"prometheus unreachable: {type(exc).__name__}") from None
-    if response.status_code != 200:
-        raise PrometheusError(f"prometheus answered HTTP {response.status_code}")
-    return response
+        raise PrometheusUnavailable(f"prometheus unreachable: {type(exc).__name__}") from None
+
+
+def _decode(status: int, content_type: str, body: bytes) -> dict[str, Any] | None:
+    if "json" not in content_type:
+        return None
+    try:
+        decoded = json.loads(body)
+    except ValueError:
+        return None
+    return decoded if isinstance(decoded, dict) else None
+
+
+def _raise_for(status: int, content_type: str, payload: dict[str, Any] | None) -> None:
+    if payload is None:
+        kind = "an HTML page" if "html" in content_type else "something that is not JSON"
+        raise PrometheusServerError(f"prometheus answered HTTP {status} with {kind}")
+    error_type = str(payload.get("errorType", ""))
+    detail = excerpt(str(payload.get("error", "")))
+    if status in (400, 422) or error_type in ("bad_data", "execution"):
+        raise PrometheusBadQuery(
+            f"prometheus rejected the query ({error_type or status}): {detail}"
+        )
+    if error_type == "timeout":
+        raise PrometheusTimeout(f"prometheus query timed out on the server: {detail}")
+    raise PrometheusServerError(f"prometheus answered HTTP {status} ({error_type or 'error'})")
+
+
+def _api_get(
+    base_url: str, path: str, *, timeout_seconds: float, params: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    status, content_type, body = _fetch(
+        _url(base_url, path), timeout_seconds=timeout_seconds, params=params
+    )
+    payload = _decode(status, content_type, body)
+    if status != 200 or payload is None or payload.get("status") != "success":
+        _raise_for(status, content_type, payload)
+        raise PrometheusServerError("prometheus answered a status other than success")
+    return payload
+
+
+def _answer(payload: dict[str, Any]) -> PrometheusAnswer:
+    data = payload.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("result"), list):
+        raise PrometheusServerError("prometheus answered success without a result")
+    warnings = payload.get("warnings") or ()
+    return PrometheusAnswer(
+        str(data.get("resultType", "")),
+        data["result"],
+        tuple(excerpt(str(w)) for w in warnings),
+    )
+
+
+def _seconds(at: datetime) -> str:
+    if at.tzinfo is None:
+        raise ValueError("Prometheus times must be timezone-aware (UTC)")
+    return f"{at.timestamp():.3f}"
+
+
+def prometheus_query_range(
+    base_url: str,
+    *,
+    query: str,
+    start: datetime,
+    end: datetime,
+    step_seconds: float,
+    timeout_seconds: float,
+) -> PrometheusAnswer:
+    """GET /api/v1/query_range; Prometheus also gets the deadline, so it stops evaluating."""
+    if not (math.isfinite(timeout_seconds) and timeout_seconds > 0):
+        raise ValueError("a Prometheus query needs a positive timeout")
+    params = {
+        "query": query,
+        "start": _seconds(start),
+        "end": _seconds(end),
+        "step": f"{step_seconds:.3f}",
+        "timeout": f"{timeout_seconds:g}s",
+    }
+    payload = _api_get(
+        base_url, "/api/v1/query_range", timeout_seconds=timeout_seconds, params=params
+    )
+    return _answer(payload)
+
+
+def prometheus_query(
+    base_url: str, *, query: str, at: datetime, timeout_seconds: float
+) -> PrometheusAnswer:
+    """GET /api/v1/query at one instant."""
+    if not (math.isfinite(timeout_seconds) and timeout_seconds > 0):
+        raise ValueError("a Prometheus query needs a positive timeout")
+    params = {"query": query, "time": _seconds(at), "timeout": f"{timeout_seconds:g}s"}
+    payload = _api_get(base_url, "/api/v1/query", timeout_seconds=timeout_seconds, params=params)
+    return _answer(payload)
 
 
 def prometheus_ping(base_url: str, *, timeout_seconds: float) -> None:
     """Succeed when Prometheus answers its build-info API; raise PrometheusError otherwise."""
-    _get(f"{base_url.rstrip('/')}/api/v1/status/buildinfo", timeout_seconds=timeout_seconds)
+    _api_get(base_url, "/api/v1/status/buildinfo", timeout_seconds=timeout_seconds)
 
 
 def prometheus_active_targets(base_url: str, *, timeout_seconds: float) -> dict[str, Any]:
     """The JSON of /api/v1/targets?state=active (read-only)."""
-    response = _get(
-        f"{base_url.rstrip('/')}/api/v1/targets",
-        timeout_seconds=timeout_seconds,
-        params={"state": "active"},
+    return _api_get(
+        base_url, "/api/v1/targets", timeout_seconds=timeout_seconds, params={"state": "active"}
     )
-    try:
-        body = response.json()
-    except ValueError:
-        raise PrometheusError("prometheus answered with something that is not JSON") from None
-    if not isinstance(body, dict) or body.get("status") != "success":
-        raise PrometheusError("prometheus answered status other than success")
-    return body

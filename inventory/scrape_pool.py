@@ -65,16 +65,17 @@ class ScrapePool:
         for index, url in enumerate(urls):
             shards[shard_of(url, len(executors))].append(index)
         futures: list[tuple[list[int], Future[list[ScrapeOutcome]]]] = []
-        for shard, (executor, indices) in enumerate(zip(executors, shards, strict=True)):
-            if indices:
-                shard_urls = [urls[i] for i in indices]
-                shard_forget = [u for u in forget if shard_of(u, len(executors)) == shard]
-                future = executor.submit(
-                    _worker_scrape, fleet_code, self.config, shard_urls, shard_forget
-                )
-                futures.append((indices, future))
         ordered: list[ScrapeOutcome | None] = [None] * len(urls)
         try:
+            # submit() itself raises once the executor has noticed a dead worker.
+            for shard, (executor, indices) in enumerate(zip(executors, shards, strict=True)):
+                if indices:
+                    shard_urls = [urls[i] for i in indices]
+                    shard_forget = [u for u in forget if shard_of(u, len(executors)) == shard]
+                    future = executor.submit(
+                        _worker_scrape, fleet_code, self.config, shard_urls, shard_forget
+                    )
+                    futures.append((indices, future))
             for indices, future in futures:
                 for index, outcome in zip(indices, future.result(), strict=True):
                     ordered[index] = outcome

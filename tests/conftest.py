@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.core.cache import cache
 from django.test import Client
 
 # Redis is real in tests: CI and the project machine run it on loopback.
@@ -18,6 +19,14 @@ TEST_REDIS_URL = os.environ.get("FLEETSCOPE_TEST_REDIS_URL", "redis://127.0.0.1:
 @pytest.fixture(autouse=True, scope="session")
 def _static_root_exists() -> None:
     settings.STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache() -> Iterator[None]:
+    # Live overviews and watch marks live in the cache: no test sees another's.
+    cache.clear()
+    yield
+    cache.clear()
 
 
 @pytest.fixture

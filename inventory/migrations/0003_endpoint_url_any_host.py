@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('inventory', '0002_fleets_endpoints_store'),
+        ("inventory", "0002_fleets_endpoints_store"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='endpoint',
-            name='url',
+            model_name="endpoint",
+            name="url",
             field=models.CharField(max_length=500),
         ),
         migrations.AlterField(
-            model_name='prometheussource',
-            name='url',
+            model_name="prometheussource",
+            name="url",
             field=models.CharField(max_length=500),
         ),
     ]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from fleetscope.embedded import port_is_free
 from tests.browser import chromium, screenshot_path
@@ -93,6 +94,16 @@ def test_make_demo_serves_login_then_the_base_layout(demo: Demo) -> None:
         assert "vllm:kv_cache_usage_perc" in page.inner_text("#family-matrix-vllm")
         assert "ready" in page.inner_text("#capability-map").lower()
         page.screenshot(path=screenshot_path("demo-inventory"), full_page=True)
+        page.click("nav >> text=Fleet")
+        page.click("text=Demo fleet (simulated)")
+        page.wait_for_selector("body[data-rendered=true]", timeout=60_000)
+        page.screenshot(path=screenshot_path("demo-overview-first"), full_page=True)
+        expect(page.locator("#live-state")).to_have_text("live", timeout=30_000)
+        # Rates need two scrapes; the websocket push fills the rest in without a reload.
+        expect(page.locator(".chart.unavailable")).to_have_count(0, timeout=90_000)
+        drawn = page.locator(".chart .plot.js-plotly-plot").count()
+        assert drawn == 14, drawn
+        page.screenshot(path=screenshot_path("demo-overview"), full_page=True)
         page.click("text=Incidents")
         assert "Not built yet." in page.inner_text("main")
 

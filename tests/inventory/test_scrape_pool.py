@@ -72,9 +72,11 @@ def test_a_pool_whose_worker_died_starts_fresh_on_the_next_cycle(sim: Fleet) -> 
     urls = [t.url for t in sim.targets]
     try:
         workers.scrape("fleet-d", urls, [])
-        for executor in workers._executors:
-            for process in executor._processes.values():
-                os.kill(process.pid, signal.SIGKILL)
+        processes = [p for e in workers._executors for p in e._processes.values()]
+        for process in processes:
+            os.kill(process.pid, signal.SIGKILL)
+        for process in processes:
+            process.join(10)
         with pytest.raises(BrokenProcessPool):
             workers.scrape("fleet-d", urls, [])
         assert all(o.ok for o in workers.scrape("fleet-d", urls, []))

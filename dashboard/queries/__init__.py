@@ -1,0 +1,40 @@
+"""Query specs and the two backends that run them (PromQL on Prometheus, pandas locally).
+
+from dashboard.queries import Quantile, Scope, Window, run_query
+result = run_query(Quantile("ttft", 0.95, by=("model_name",)),
+                   scope=Scope(fleet), window=window, backend="local")
+"""
+
+from __future__ import annotations
+
+from dashboard.queries.result import QueryResult, ResultSeries
+from dashboard.queries.run import run_queries, run_query
+from dashboard.queries.spec import (
+    FractionBelow,
+    Gauge,
+    Increase,
+    Mean,
+    Quantile,
+    Rate,
+    Ratio,
+    Scope,
+    Spec,
+    Window,
+)
+
+__all__ = [
+    "FractionBelow",
+    "Gauge",
+    "Increase",
+    "Mean",
+    "Quantile",
+    "QueryResult",
+    "Rate",
+    "Ratio",
+    "ResultSeries",
+    "Scope",
+    "Spec",
+    "Window",
+    "run_queries",
+    "run_query",
+]

@@ -1,0 +1,140 @@
+"""Prometheus' evaluation rules, in numpy, for the local backend (no Django here).
+
+Written from Prometheus 2.42's documented semantics (the version the tests run):
+range selectors take samples with range_start <= t <= range_end; `rate` and
+`increase` extrapolate towards the range edges; instant lookups take the last
+sample at most 5 minutes old unless a stale marker came after it;
+`histogram_quantile` interpolates linearly inside the bucket holding the rank.
+Absent values are NaN throughout.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+LOOKBACK_SECONDS = 300.0
+
+
+def counter_deltas(
+    times: np.ndarray,
+    values: np.ndarray,
+    steps: np.ndarray,
+    range_seconds: float,
+    *,
+    is_counter: bool = True,
+    is_rate: bool = True,
+) -> np.ndarray:
+    """`rate` (or `increase` with is_rate=False) of one series at each of `steps`.
+
+    A drop between consecutive samples is a counter reset: the increase counts
+    the new value from zero (1000 -> 5 adds 5, never -995).
+    """
+    out = np.full(len(steps), np.nan)
+    if len(times) < 2:
+        return out
+    lo = np.searchsorted(times, steps - range_seconds, side="left")
+    hi = np.searchsorted(times, steps, side="right") - 1
+    ok = (hi - lo) >= 1
+    if not ok.any():
+        return out
+    # Prefix sums of "value before each reset", so any window's correction is a difference.
+    previous, current = values[:-1], values[1:]
+    bumps = np.where(current < previous, previous, 0.0) if is_counter else np.zeros(len(current))
+    corrections = np.concatenate(([0.0], np.cumsum(bumps)))
+    first, last = lo[ok], hi[ok]
+    first_value, last_value = values[first], values[last]
+    result = last_value - first_value + corrections[last] - corrections[first]
+    range_end = steps[ok]
+    to_start = times[first] - (range_end - range_seconds)
+    to_end = range_end - times[last]
+    sampled = times[last] - times[first]
+    average = sampled / (last - first)
+    if is_counter:
+        # Do not extrapolate below zero: a counter cannot have started before it was 0.
+        can_hit_zero = (result > 0) & (first_value >= 0)
+        to_zero = sampled * first_value / np.where(result > 0, result, 1.0)
+        to_start = np.where(can_hit_zero & (to_zero < to_start), to_zero, to_start)
+    threshold = average * 1.1
+    interval = (
+        sampled
+        + np.where(to_start < threshold, to_start, average / 2)
+        + np.where(to_end < threshold, to_end, average / 2)
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result = result * (interval / sampled)
+    if is_rate:
+        result = result / range_seconds
+    out[ok] = result
+    return out
+
+
+def instant_values(
+    times: np.ndarray,
+    values: np.ndarray,
+    events: np.ndarray,
+    steps: np.ndarray,
+    lookback_seconds: float = LOOKBACK_SECONDS,
+) -> np.ndarray:
+    """The value of one series at each step: its last sample within the lookback, unless its
+    endpoint scraped since then without it (the stale marker Prometheus would have written)."""
+    out = np.full(len(steps), np.nan)
+    if len(times) == 0:
+        return out
+    sample = np.searchsorted(times, steps, side="right") - 1
+    event = np.searchsorted(events, steps, side="right") - 1
+    has_sample = sample >= 0
+    sample_time = np.where(has_sample, times[np.maximum(sample, 0)], -np.inf)
+    last_event = np.where(event >= 0, events[np.maximum(event, 0)], -np.inf)
+    fresh = has_sample & (steps - sample_time <= lookback_seconds) & (last_event <= sample_time)
+    out[fresh] = values[sample[fresh]]
+    return out
+
+
+def bucket_quantile(q: float, edges: Sequence[float], counts: Sequence[float]) -> float:
+    """`histogram_quantile` of one histogram: `edges` are upper bounds (+Inf included),
+    `counts` cumulative. Returns NaN when Prometheus would (no +Inf, no observations)."""
+    if math.isnan(q):
+        return math.nan
+    if q < 0:
+        return -math.inf
+    if q > 1:
+        return math.inf
+    merged: dict[float, float] = {}
+    for edge, count in zip(edges, counts, strict=True):
+        if not math.isnan(count):
+            merged[edge] = merged.get(edge, 0.0) + count  # "1" and "1.0" are one bucket
+    bounds = sorted(merged)
+    if len(bounds) < 2 or bounds[-1] != math.inf:
+        return math.nan
+    # Rates of separate bucket series can come out slightly non-monotonic; Prometheus
+    # repairs that by carrying the running maximum, and so does this.
+    cumulative, highest = [], -math.inf
+    for bound in bounds:
+        highest = max(highest, merged[bound])
+        cumulative.append(highest)
+    observations = cumulative[-1]
+    if observations == 0 or math.isnan(observations):
+        return math.nan
+    rank = q * observations
+    index = next(i for i, c in enumerate(cumulative) if c >= rank)
+    if index == len(bounds) - 1:
+        return bounds[-2]
+    if index == 0 and bounds[0] <= 0:
+        return bounds[0]
+    start, end, count = 0.0, bounds[index], cumulative[index]
+    if index > 0:
+        start = bounds[index - 1]
+        count -= cumulative[index - 1]
+        rank -= cumulative[index - 1]
+    return start + (end - start) * (rank / count)
+
+
+def parse_le(text: str) -> float:
+    """A bucket's `le` as a float ("1" and "1.0" are the same edge); NaN if unreadable."""
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan

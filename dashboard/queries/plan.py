@@ -1,0 +1,138 @@
+"""From spec + scope to what a backend needs: real names, endpoints, instances, bucket edges.
+
+This is the only module of the package that reads the database for planning;
+backends receive a finished `Plan`, so the PromQL backend can run it on any
+thread without a database connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from dashboard.queries.result import QueryResult, unavailable
+from dashboard.queries.spec import Scope, Spec, Window, spec_keys
+from inventory.catalog import CATALOG, MetricType, SourceKind, resolve
+from inventory.models import Endpoint, EndpointInventory
+
+# Which detected endpoint kind may answer for a catalog entry's source: a router
+# reuses engine names (`vllm:num_requests_running`) and must not stand in for one.
+ENDPOINT_KIND_FOR_SOURCE: Mapping[SourceKind, str] = {
+    "engine": "engine",
+    "http": "engine",
+    "process": "engine",
+    "router": "router",
+    "dcgm": "dcgm",
+}
+
+
+@dataclass(frozen=True)
+class ResolvedKey:
+    """One catalog key on one scope: the name to read and the endpoints that expose it."""
+
+    key: str
+    name: str
+    type: MetricType
+    endpoint_ids: tuple[int, ...]
+    instances: tuple[str, ...]
+    # Finite bucket edges every exposing endpoint has (histograms only).
+    buckets: tuple[float, ...]
+    message: str
+    fallback: bool
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    spec: Spec
+    window: Window
+    model_name: str | None
+    keys: Mapping[str, ResolvedKey]
+    warnings: tuple[str, ...]
+
+    @property
+    def resolved_name(self) -> str:
+        return self.keys[spec_keys(self.spec)[0]].name
+
+    @property
+    def message(self) -> str:
+        return "; ".join(dict.fromkeys(k.message for k in self.keys.values() if k.fallback))
+
+
+def _scoped_inventories(scope: Scope) -> list[tuple[Endpoint, EndpointInventory]]:
+    endpoints = Endpoint.objects.enabled().filter(fleet=scope.fleet).select_related("inventory")
+    wanted = None if scope.instances is None else set(scope.instances)
+    found = []
+    for endpoint in endpoints:
+        if wanted is not None and endpoint.instance not in wanted:
+            continue
+        inventory = getattr(endpoint, "inventory", None)
+        if inventory is not None:
+            found.append((endpoint, inventory))
+    return found
+
+
+def _family_of(name: str, type: MetricType, families: Mapping[str, object]) -> object | None:
+    """The inventory's family entry for wire name `name` (counters are stored without _total)."""
+    for spelling in (name, name.removesuffix("_total") if type == "counter" else name):
+        if spelling in families:
+            return families[spelling]
+    return None
+
+
+def _resolve_key(
+    key: str, inventories: list[tuple[Endpoint, EndpointInventory]]
+) -> ResolvedKey | QueryResult:
+    entry = CATALOG[key]
+    kind = ENDPOINT_KIND_FOR_SOURCE[entry.source_kind]
+    candidates = [(e, inv) for e, inv in inventories if inv.detected_kind == kind]
+    exposed = {name for _, inv in candidates for name in inv.families}
+    resolution = resolve(key, exposed)
+    if resolution.name is None:
+        return unavailable(resolution.reason or "not-exposed", f"{key}: {resolution.message}")
+    ids, instances, edge_sets, problems = [], [], [], []
+    for endpoint, inventory in candidates:
+        family = _family_of(resolution.name, entry.type, inventory.families)
+        if not isinstance(family, Mapping):
+            continue
+        ids.append(endpoint.pk)
+        instances.append(endpoint.instance)
+        if family.get("buckets"):
+            edge_sets.append(frozenset(float(b) for b in family["buckets"]))
+        problems.extend(str(p) for p in family.get("problems") or ())
+    common = frozenset.intersection(*edge_sets) if edge_sets else frozenset()
+    return ResolvedKey(
+        key=key,
+        name=resolution.name,
+        type=entry.type,
+        endpoint_ids=tuple(ids),
+        instances=tuple(instances),
+        buckets=tuple(sorted(common)),
+        message=f"{key}: {resolution.message}",
+        fallback=resolution.status == "fallback",
+        problems=tuple(dict.fromkeys(problems)),
+    )
+
+
+def plan_query(spec: Spec, *, scope: Scope, window: Window) -> Plan | QueryResult:
+    """Resolve every key of `spec` on `scope`; the first unavailable key decides the result."""
+    inventories = _scoped_inventories(scope)
+    bounded = window.bounded()
+    warnings: list[str] = []
+    if bounded is not window:
+        warnings.append(
+            f"step widened from {window.step_seconds:g}s to {bounded.step_seconds:g}s "
+            f"to stay within {bounded.points} points per series"
+        )
+    keys: dict[str, ResolvedKey] = {}
+    for key in spec_keys(spec):
+        if key in keys:
+            continue
+        resolved = _resolve_key(key, inventories)
+        if isinstance(resolved, QueryResult):
+            return resolved
+        keys[key] = resolved
+        if resolved.fallback:
+            warnings.append(resolved.message)
+        warnings.extend(f"{resolved.name}: {p}" for p in resolved.problems)
+    return Plan(spec, bounded, scope.model_name, keys, tuple(dict.fromkeys(warnings)))

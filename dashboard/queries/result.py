@@ -1,0 +1,106 @@
+"""What a query returns, whichever backend ran it.
+
+"Missing is not zero": a key the fleet does not expose, a histogram that cannot
+be trusted, or a series with no samples comes back as `unavailable` with the
+reason, never as a flat line at 0. NaN and infinities become None (a gap), so
+the JSON a page receives is always valid (`JSON.parse` rejects bare `NaN`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Status = Literal["ok", "partial", "unavailable", "error"]
+
+
+def finite_or_none(value: float | None) -> float | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+@dataclass(frozen=True)
+class ResultSeries:
+    """One series on the window's step grid: `values[i]` is None where there is no value."""
+
+    labels: Mapping[str, str]
+    timestamps: tuple[float, ...]
+    values: tuple[float | None, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.timestamps) != len(self.values):
+            raise ValueError("ResultSeries: timestamps and values differ in length")
+        object.__setattr__(self, "labels", dict(self.labels))
+        object.__setattr__(self, "values", tuple(finite_or_none(v) for v in self.values))
+
+    @classmethod
+    def from_points(
+        cls, labels: Mapping[str, str], grid: Iterable[float], points: Mapping[float, float]
+    ) -> ResultSeries:
+        """Spread sparse (timestamp -> value) points over `grid`, gaps as None."""
+        stamps = tuple(grid)
+        return cls(labels, stamps, tuple(points.get(t) for t in stamps))
+
+    @property
+    def present(self) -> list[float]:
+        return [v for v in self.values if v is not None]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "labels": dict(self.labels),
+            "timestamps": list(self.timestamps),
+            "values": list(self.values),
+        }
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """`status`: ok, partial (data shown, but incomplete: say so), unavailable (no data,
+    `message` says why), error (the backend failed; `reason` names how).
+
+    `reason` is a short machine word (`not-exposed`, `flag-gated`, `removed`,
+    `not-in-vllm`, `no-data`, `bad-histogram`, `prometheus-unavailable`,
+    `timeout`, `bad-query`, `server-error`, `no-prometheus`), empty when ok.
+    `resolved_name` is the real metric name read (the numerator's for a Ratio).
+    """
+
+    status: Status
+    series: tuple[ResultSeries, ...] = ()
+    reason: str = ""
+    resolved_name: str | None = None
+    message: str = ""
+    warnings: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "series", tuple(self.series))
+        object.__setattr__(self, "warnings", tuple(self.warnings))
+
+    @property
+    def has_data(self) -> bool:
+        return self.status in ("ok", "partial")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "reason": self.reason,
+            "resolved_name": self.resolved_name,
+            "message": self.message,
+            "warnings": list(self.warnings),
+            "series": [s.to_dict() for s in self.series],
+        }
+
+    def to_json(self) -> str:
+        # allow_nan=False: a stray non-finite number is a bug here, not invalid JSON on a page.
+        return json.dumps(self.to_dict(), allow_nan=False, separators=(",", ":"))
+
+
+def unavailable(reason: str, message: str, resolved_name: str | None = None) -> QueryResult:
+    return QueryResult("unavailable", (), reason, resolved_name, message)
+
+
+def failed(reason: str, message: str, resolved_name: str | None = None) -> QueryResult:
+    return QueryResult("error", (), reason, resolved_name, message)

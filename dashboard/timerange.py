@@ -1,0 +1,51 @@
+"""Time ranges from URL parameters: explicit, UTC, and never too many points."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+RANGES: dict[str, timedelta] = {
+    "15m": timedelta(minutes=15),
+    "1h": timedelta(hours=1),
+    "3h": timedelta(hours=3),
+    "6h": timedelta(hours=6),
+    "12h": timedelta(hours=12),
+    "24h": timedelta(hours=24),
+    "3d": timedelta(days=3),
+}
+DEFAULT_RANGE = "1h"
+# About this many points per series on a chart: enough for detail, cheap to draw.
+TARGET_POINTS = 240
+MIN_STEP_SECONDS = 15.0
+
+
+class RangeError(ValueError):
+    """A time range parameter that cannot be used; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    since: str
+    start: datetime
+    end: datetime
+    step_seconds: float
+
+
+def parse_range(since: str | None, end: str | None, *, now: datetime) -> TimeRange:
+    label = since or DEFAULT_RANGE
+    length = RANGES.get(label)
+    if length is None:
+        raise RangeError(f"since must be one of {', '.join(RANGES)}, not {label[:20]!r}")
+    if end:
+        try:
+            stop = datetime.fromisoformat(end.replace("Z", "+00:00"))
+        except ValueError:
+            raise RangeError(f"end {end[:40]!r} is not an ISO 8601 time") from None
+        if stop.tzinfo is None:
+            raise RangeError("end needs a time zone (use Z for UTC)")
+        stop = min(stop.astimezone(UTC), now)
+    else:
+        stop = now
+    step = max(MIN_STEP_SECONDS, length.total_seconds() / TARGET_POINTS)
+    return TimeRange(label, stop - length, stop, step)

@@ -1,0 +1,113 @@
+"""The overview websocket through the real ASGI application (origin check, auth, pushes)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import User
+from django.test import Client
+
+from dashboard import live
+from fleetscope.asgi import application
+from inventory.models import Fleet
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+async def fleet() -> Fleet:
+    return await Fleet.objects.acreate(slug="ws", name="WS fleet")
+
+
+@pytest.fixture
+async def session_cookie() -> AsyncIterator[str]:
+    def login() -> str:
+        User.objects.create_user("viewer", password="viewer-password-1")
+        client = Client()
+        assert client.login(username="viewer", password="viewer-password-1")
+        return client.cookies["sessionid"].value
+
+    yield await sync_to_async(login)()
+
+
+def communicator(fleet: Fleet, *, cookie: str | None, origin: str | None) -> WebsocketCommunicator:
+    headers = [(b"host", b"127.0.0.1")]
+    if origin is not None:
+        headers.append((b"origin", origin.encode()))
+    if cookie is not None:
+        headers.append((b"cookie", f"sessionid={cookie}".encode()))
+    return WebsocketCommunicator(application, f"/ws/fleets/{fleet.code}/", headers=headers)
+
+
+async def test_a_logged_in_viewer_receives_pushes_for_the_fleet(
+    fleet: Fleet, session_cookie: str
+) -> None:
+    ws = communicator(fleet, cookie=session_cookie, origin="http://127.0.0.1")
+    connected, _ = await ws.connect()
+    assert connected
+    await get_channel_layer().group_send(
+        live.group_name(fleet), {"type": "overview.update", "payload_json": '{"panels":[]}'}
+    )
+    assert await ws.receive_from() == '{"panels":[]}'
+    await ws.disconnect()
+
+
+async def test_a_reconnecting_viewer_is_resynced_from_the_cached_overview(
+    fleet: Fleet, session_cookie: str
+) -> None:
+    from django.core.cache import cache
+
+    await sync_to_async(cache.set)(f"fleetscope:overview:{fleet.code.hex}", '{"latest":1}')
+    ws = communicator(fleet, cookie=session_cookie, origin="http://127.0.0.1")
+    assert (await ws.connect())[0]
+    assert await ws.receive_from() == '{"latest":1}'
+    await ws.disconnect()
+
+
+async def test_an_anonymous_socket_is_closed(fleet: Fleet) -> None:
+    ws = communicator(fleet, cookie=None, origin="http://127.0.0.1")
+    connected, code = await ws.connect()
+    assert not connected
+    assert code == 4401
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example", "null", None])
+async def test_foreign_null_or_missing_origins_are_rejected(
+    fleet: Fleet, session_cookie: str, origin: str | None
+) -> None:
+    ws = communicator(fleet, cookie=session_cookie, origin=origin)
+    connected, _ = await ws.connect()
+    assert not connected
+
+
+async def test_after_logout_the_open_socket_stops_receiving(
+    fleet: Fleet, session_cookie: str
+) -> None:
+    from django.contrib.sessions.models import Session
+
+    ws = communicator(fleet, cookie=session_cookie, origin="http://127.0.0.1")
+    assert (await ws.connect())[0]
+    await Session.objects.filter(session_key=session_cookie).adelete()
+    await get_channel_layer().group_send(
+        live.group_name(fleet), {"type": "overview.update", "payload_json": '{"secret":1}'}
+    )
+    output = await ws.receive_output()
+    assert output == {"type": "websocket.close", "code": 4401}
+
+
+async def test_an_unknown_fleet_is_refused(session_cookie: str) -> None:
+    ws = WebsocketCommunicator(
+        application,
+        "/ws/fleets/00000000-0000-0000-0000-000000000000/",
+        headers=[
+            (b"host", b"127.0.0.1"),
+            (b"origin", b"http://127.0.0.1"),
+            (b"cookie", f"sessionid={session_cookie}".encode()),
+        ],
+    )
+    connected, code = await ws.connect()
+    assert (connected, code) == (False, 4404)

@@ -1,0 +1,136 @@
+"""The overview on the embedded store, filled by real scrapes of a fleetsim fleet."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from dashboard import live
+from dashboard.overview import OverviewRequest, overview_compute, overview_json
+from dashboard.panels import PANELS
+from dashboard.queries import Window
+from fleetsim.api import Fleet as SimFleet
+from fleetsim.api import start_fleet
+from inventory.models import Fleet
+from inventory.registration import targets_import
+from inventory.services import fleet_scrape
+from inventory.targets import TargetSpec
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimFleet]:
+    with start_fleet(replicas=2, scenario="steady", speed=20, seed=9) as running:
+        yield running
+
+
+def scraped_fleet(sim: SimFleet, kinds: set[str], cycles: int = 4) -> Fleet:
+    specs = [TargetSpec(t.url, t.kind, {}) for t in sim.targets if t.kind in kinds]
+    fleet = targets_import(fleet_slug="overview", specs=specs).fleet
+    for _ in range(cycles):
+        before = sim.sim_now()
+        fleet_scrape(fleet_id=fleet.pk)
+        # Let simulated time move on between scrapes, as a real interval would.
+        wait_until(lambda b=before: True if sim.sim_now() > b + 10 else None, what="sim time")
+    return fleet
+
+
+def window() -> Window:
+    now = timezone.now()
+    return Window(now - timedelta(minutes=10), now, 15.0)
+
+
+def test_every_panel_is_drawn_from_real_scrapes(sim: SimFleet) -> None:
+    fleet = scraped_fleet(sim, {"vllm", "dcgm"})
+    payload = overview_compute(OverviewRequest(fleet, window(), "local"))
+    by_id = {p["id"]: p for p in payload["panels"]}
+    assert set(by_id) == {p.id for p in PANELS}
+    for panel in payload["panels"]:
+        assert panel["status"] == "ok", (panel["id"], panel["notes"])
+        assert panel["figure"]["data"], panel["id"]
+    # The JSON a browser gets is strict: no bare NaN or Infinity anywhere.
+    json.loads(overview_json(payload), parse_constant=lambda c: pytest.fail(f"bare {c}"))
+
+
+def test_gpu_panels_say_why_without_a_dcgm_exporter(sim: SimFleet) -> None:
+    fleet = scraped_fleet(sim, {"vllm"}, cycles=2)
+    payload = overview_compute(OverviewRequest(fleet, window(), "local"))
+    gpu = [p for p in payload["panels"] if p["group"] == "gpu"]
+    assert {p["status"] for p in gpu} == {"unavailable"}
+    assert all(p["figure"] is None for p in gpu)
+    assert any("dcgm" in note for p in gpu for note in p["notes"])
+
+
+def test_overview_json_requires_login(client: Client, sim: SimFleet) -> None:
+    Fleet.objects.create(slug="private", name="private")
+    response = client.get(reverse("dashboard-fleet-overview-json", args=["private"]))
+    assert response.status_code == 302
+
+
+def test_overview_json_rejects_bad_parameters_with_a_message(owner_client: Client) -> None:
+    Fleet.objects.create(slug="f", name="f")
+    url = reverse("dashboard-fleet-overview-json", args=["f"])
+    response = owner_client.get(url, {"since": "forever"})
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("since must be one of")
+    assert owner_client.get(url, {"backend": "mysql"}).status_code == 400
+
+
+def test_one_computation_per_interval_serves_every_viewer(
+    sim: SimFleet, monkeypatch: pytest.MonkeyPatch, owner_client: Client
+) -> None:
+    fleet = scraped_fleet(sim, {"vllm"}, cycles=2)
+    calls: list[str] = []
+    real = live.overview_compute
+
+    def counting(request: OverviewRequest) -> dict[str, object]:
+        calls.append(request.fleet.slug)
+        return real(request)
+
+    monkeypatch.setattr(live, "overview_compute", counting)
+    live.watch(fleet)
+    assert live.overviews_publish() == 1
+    url = reverse("dashboard-fleet-overview-json", args=[fleet.slug])
+    bodies = {owner_client.get(url).content for _ in range(20)}
+    assert calls == [fleet.slug]
+    assert len(bodies) == 1
+
+
+def test_unwatched_fleets_are_not_computed(sim: SimFleet) -> None:
+    Fleet.objects.create(slug="quiet", name="quiet")
+    assert live.overviews_publish() == 0
+
+
+def test_panel_command_prints_the_numbers_behind_a_panel(sim: SimFleet) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    fleet = scraped_fleet(sim, {"vllm"}, cycles=3)
+    out = StringIO()
+    call_command("panel", fleet.slug, "latency.ttft", "--since", "15m", "--json", stdout=out)
+    data = json.loads(out.getvalue())
+    assert data["status"] == "ok"
+    assert data["resolved"]["p99"] == "vllm:time_to_first_token_seconds"
+    assert any(v is not None for trace in data["traces"] for v in trace["values"])
+
+
+def test_panel_command_names_an_unknown_panel(sim: SimFleet) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    Fleet.objects.create(slug="x", name="x")
+    err = StringIO()
+    with pytest.raises(SystemExit) as exit_info:
+        call_command("panel", "x", "latency.nope", stderr=err)
+    assert exit_info.value.code == 2
+    assert err.getvalue().startswith("no panel 'latency.nope'; choose from")

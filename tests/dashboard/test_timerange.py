@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from dashboard.timerange import RangeError, parse_range
+
+NOW = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
+
+
+def test_default_range_is_the_last_hour_at_fifteen_seconds() -> None:
+    span = parse_range(None, None, now=NOW)
+    assert (span.since, span.start, span.end, span.step_seconds) == (
+        "1h",
+        NOW - timedelta(hours=1),
+        NOW,
+        15.0,
+    )
+
+
+def test_long_ranges_widen_the_step_instead_of_failing() -> None:
+    span = parse_range("3d", None, now=NOW)
+    assert span.step_seconds == 3 * 86400 / 240
+    assert (span.end - span.start) / timedelta(seconds=span.step_seconds) == 240
+
+
+def test_end_is_parsed_as_utc_and_never_in_the_future() -> None:
+    span = parse_range("1h", "2026-11-29T08:00:00Z", now=NOW)
+    assert span.end == datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
+    assert parse_range("1h", "2030-01-01T00:00:00+00:00", now=NOW).end == NOW
+
+
+@pytest.mark.parametrize(
+    ("since", "end", "message"),
+    [
+        ("7y", None, "since must be one of"),
+        ("1h", "yesterday", "is not an ISO 8601 time"),
+        ("1h", "2026-11-29T08:00:00", "needs a time zone"),
+    ],
+)
+def test_bad_ranges_say_what_is_wrong(since: str, end: str | None, message: str) -> None:
+    with pytest.raises(RangeError, match=message):
+        parse_range(since, end, now=NOW)

@@ -1,0 +1,169 @@
+"""The Prometheus client: read-only GETs, a mandatory timeout, and errors as small types.
+
+Faults a real Prometheus produces on demand (a bad query, a closed port) are tried
+against the real one; the rest (a 503 timeout, a proxy's HTML 502, a 422, a
+success with warnings, a server too slow to answer) come from a tiny local HTTP
+server, because Prometheus cannot be made to produce them when asked.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+
+import pytest
+
+from inventory import outbound
+from inventory.prometheus import (
+    PrometheusBadQuery,
+    PrometheusServerError,
+    PrometheusTimeout,
+    PrometheusUnavailable,
+    excerpt,
+    prometheus_ping,
+    prometheus_query,
+    prometheus_query_range,
+)
+from tests.inventory.badservers import serving
+from tests.prometheus import file_sd_config, running_prometheus
+
+NOW = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    base: Path = tmp_path_factory.mktemp("prom")
+    with running_prometheus(file_sd_config(base, []), base / "data") as url:
+        yield url
+
+
+@pytest.fixture
+def requests_seen() -> Iterator[list[tuple[str, str]]]:
+    seen: list[tuple[str, str]] = []
+    outbound.REQUEST_OBSERVERS.append(lambda method, url: seen.append((method, url)))
+    try:
+        yield seen
+    finally:
+        outbound.REQUEST_OBSERVERS.pop()
+
+
+def query_range(url: str, query: str = "up", timeout: float = 5) -> object:
+    return prometheus_query_range(
+        url, query=query, start=NOW - timedelta(minutes=5), end=NOW, step_seconds=15,
+        timeout_seconds=timeout,
+    )  # fmt: skip
+
+
+@pytest.mark.prometheus
+def test_a_real_prometheus_answers_a_range_query_through_the_read_only_guard(
+    prometheus: str, requests_seen: list[tuple[str, str]]
+) -> None:
+    answer = prometheus_query_range(
+        prometheus, query="vector(1)", start=NOW - timedelta(minutes=1), end=NOW,
+        step_seconds=30, timeout_seconds=5,
+    )  # fmt: skip
+    assert answer.result_type == "matrix"
+    assert [v for _, v in answer.result[0]["values"]] == ["1", "1", "1"]
+    assert answer.warnings == ()
+    assert requests_seen and all(method == "GET" for method, _ in requests_seen)
+    assert "/api/v1/query_range?" in requests_seen[0][1]
+    prometheus_ping(prometheus, timeout_seconds=5)
+
+
+@pytest.mark.prometheus
+def test_a_bad_query_is_rejected_by_the_real_server_as_bad_data_and_never_retried(
+    prometheus: str, requests_seen: list[tuple[str, str]]
+) -> None:
+    with pytest.raises(PrometheusBadQuery, match=r"rejected the query \(bad_data\)") as caught:
+        prometheus_query(prometheus, query="sum(rate(x[5m]", at=NOW, timeout_seconds=5)
+    assert caught.value.retryable is False
+    assert len(requests_seen) == 1
+
+
+def test_a_closed_port_is_unavailable_and_worth_retrying(closed_port: int) -> None:
+    with pytest.raises(PrometheusUnavailable, match="unreachable: ConnectError") as caught:
+        query_range(f"http://127.0.0.1:{closed_port}")
+    assert caught.value.retryable is True
+
+
+def answer_json(status: int, body: dict) -> object:
+    def respond(handler: BaseHTTPRequestHandler) -> None:
+        data = json.dumps(body).encode()
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    return respond
+
+
+def test_a_503_timeout_from_prometheus_is_a_timeout() -> None:
+    body = {"status": "error", "errorType": "timeout", "error": "query timed out in expression"}
+    with serving(answer_json(503, body)) as server, pytest.raises(PrometheusTimeout) as caught:
+        query_range(server.url(""))
+    assert "timed out on the server" in str(caught.value) and caught.value.retryable
+
+
+def test_a_422_execution_error_is_a_bad_query() -> None:
+    body = {"status": "error", "errorType": "execution", "error": "many-to-many matching"}
+    with serving(answer_json(422, body)) as server, pytest.raises(PrometheusBadQuery):
+        query_range(server.url(""))
+
+
+def test_an_html_502_from_a_proxy_is_a_server_error_without_its_body() -> None:
+    def respond(handler: BaseHTTPRequestHandler) -> None:
+        page = b"<html><body><script>alert(1)</script>Bad Gateway</body></html>"
+        handler.send_response(502)
+        handler.send_header("Content-Type", "text/html")
+        handler.send_header("Content-Length", str(len(page)))
+        handler.end_headers()
+        handler.wfile.write(page)
+
+    with serving(respond) as server, pytest.raises(PrometheusServerError) as caught:
+        query_range(server.url(""))
+    assert str(caught.value) == "prometheus answered HTTP 502 with an HTML page"
+
+
+def test_success_with_warnings_comes_back_as_a_partial_answer() -> None:
+    body = {
+        "status": "success",
+        "data": {"resultType": "matrix", "result": []},
+        "warnings": ["store\x1b[31m eu-1 unreachable"],
+    }
+    with serving(answer_json(200, body)) as server:
+        answer = prometheus_query_range(
+            server.url(""), query="up", start=NOW, end=NOW, step_seconds=1, timeout_seconds=5
+        )
+    assert answer.warnings == ("store\\x1b[31m eu-1 unreachable",)
+
+
+def test_a_server_slower_than_the_timeout_is_cut_off() -> None:
+    release = threading.Event()
+
+    def respond(handler: BaseHTTPRequestHandler) -> None:
+        release.wait(10)
+
+    with serving(respond) as server:
+        try:
+            with pytest.raises(PrometheusTimeout, match="timed out after 0.3s"):
+                query_range(server.url(""), timeout=0.3)
+        finally:
+            release.set()
+
+
+def test_only_read_only_api_paths_and_positive_timeouts_are_accepted() -> None:
+    with pytest.raises(ValueError, match="positive timeout"):
+        query_range("http://127.0.0.1:9", timeout=0)
+    with pytest.raises(ValueError, match="timezone-aware"):
+        naive = datetime.fromisoformat("2026-01-01T00:00:00")
+        prometheus_query("http://127.0.0.1:9", query="up", at=naive, timeout_seconds=1)
+
+
+def test_error_excerpts_are_short_single_line_and_escaped() -> None:
+    text = excerpt("a\nb\u202e" + "x" * 500)
+    assert text.startswith("a b\\u202e") and text.endswith("...") and len(text) < 200
