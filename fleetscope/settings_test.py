@@ -19,3 +19,9 @@ _base = importlib.import_module("fleetscope.settings")
 globals().update({name: value for name, value in vars(_base).items() if name.isupper()})
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Connections opened in worker threads (Channels' database_sync_to_async) must not
+# outlive their use, or PostgreSQL cannot drop the test database at the end.
+_base.DATABASES["default"]["CONN_MAX_AGE"] = 0
+# The ASGI app is imported while tests are collected, before any fixture could make this.
+_base.STATIC_ROOT.mkdir(parents=True, exist_ok=True)

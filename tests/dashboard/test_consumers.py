@@ -9,6 +9,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
+from django.db import connections
 from django.test import Client
 
 from dashboard import live
@@ -16,6 +17,14 @@ from fleetscope.asgi import application
 from inventory.models import Fleet
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+async def _close_thread_connections() -> AsyncIterator[None]:
+    yield
+    # The async ORM runs in asgiref's worker thread; close its connection there, or
+    # PostgreSQL refuses to drop the test database at the end of the run.
+    await sync_to_async(connections.close_all)()
 
 
 @pytest.fixture
