@@ -2,8 +2,11 @@
 
 Run as a separate process so serving does not share the scraper's CPU time
 slice: `python benchmarks/metrics_server.py PAYLOAD_DIR PORT_COUNT`. It prints
-its ports as one JSON line, then serves `GET /e/<i>/metrics` with payload
-`i % len(payloads)` until stdin closes.
+its ports as one JSON line, then serves `GET /e/<i>/metrics` with replica shape
+`i % shapes` until stdin closes. Each shape has two scrapes of the same replica
+(`NN-a.prom`, `NN-b.prom`, 15 simulated seconds apart); successive requests for
+one path alternate between them, so values change from cycle to cycle as on a
+live replica while the series stay the same.
 """
 
 from __future__ import annotations
@@ -16,21 +19,29 @@ from pathlib import Path
 CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 
 
-def responses(payload_dir: Path) -> list[bytes]:
-    out = []
-    for path in sorted(payload_dir.glob("*.prom")):
-        body = path.read_bytes()
-        head = (
-            b"HTTP/1.1 200 OK\r\nContent-Type: " + CONTENT_TYPE + b"\r\n"
-            b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n"
+def _response(body: bytes) -> bytes:
+    return (
+        b"HTTP/1.1 200 OK\r\nContent-Type: " + CONTENT_TYPE + b"\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body
+    )
+
+
+def responses(payload_dir: Path) -> list[tuple[bytes, bytes]]:
+    """(scrape a, scrape b) per replica shape."""
+    shapes = sorted({path.name.split("-")[0] for path in payload_dir.glob("*.prom")})
+    return [
+        (
+            _response((payload_dir / f"{shape}-a.prom").read_bytes()),
+            _response((payload_dir / f"{shape}-b.prom").read_bytes()),
         )
-        out.append(head + body)
-    return out
+        for shape in shapes
+    ]
 
 
 class MetricsProtocol(asyncio.Protocol):
-    def __init__(self, bodies: list[bytes]) -> None:
+    def __init__(self, bodies: list[tuple[bytes, bytes]], served: dict[int, int]) -> None:
         self.bodies = bodies
+        self.served = served
         self.buffer = b""
         self.transport: asyncio.Transport | None = None
 
@@ -48,7 +59,9 @@ class MetricsProtocol(asyncio.Protocol):
         segments = path.split(b"/")
         if len(segments) == 4 and segments[1] == b"e" and segments[3] == b"metrics":
             index = int(segments[2])
-            self.transport.write(self.bodies[index % len(self.bodies)])
+            turn = self.served.get(index, 0)
+            self.served[index] = turn + 1
+            self.transport.write(self.bodies[index % len(self.bodies)][turn % 2])
         else:
             self.transport.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
         self.transport.close()
@@ -56,9 +69,12 @@ class MetricsProtocol(asyncio.Protocol):
 
 async def main(payload_dir: Path, port_count: int) -> None:
     bodies = responses(payload_dir)
+    served: dict[int, int] = {}
     loop = asyncio.get_running_loop()
     servers = [
-        await loop.create_server(lambda: MetricsProtocol(bodies), "127.0.0.1", 0, backlog=4096)
+        await loop.create_server(
+            lambda: MetricsProtocol(bodies, served), "127.0.0.1", 0, backlog=4096
+        )
         for _ in range(port_count)
     ]
     ports = [server.sockets[0].getsockname()[1] for server in servers]

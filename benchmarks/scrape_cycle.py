@@ -4,8 +4,10 @@
 
 Endpoints are served locally by `benchmarks/metrics_server.py` (a separate
 process) with fleetsim payloads of 1 to 8 data-parallel engines and different
-`max_model_len` (about 40-300 KB each). FleetScope's cycle is the production
-path: `inventory.services.fleet_scrape` (async scrape with the outbound policy,
+`max_model_len` (about 40-300 KB each); each endpoint alternates between two
+scrapes of its replica 15 simulated seconds apart, so values change every
+cycle (and some layouts flip, as LoRA adapter mixes do). FleetScope's cycle is
+the production path: `inventory.services.fleet_scrape` (async scrape with the outbound policy,
 strict parse, limits, and the embedded store written in one transaction).
 The baseline fetches sequentially with httpx and parses with prometheus_client
 (no storage). Each runs in its own child process so peak RSS is its own.
@@ -37,8 +39,10 @@ def write_payloads(directory: Path) -> list[int]:
 
     sizes = []
     for i, (dp, max_len) in enumerate(SHAPES):
-        text = sample_exposition(dp=dp, seed=i, warm_seconds=600.0, max_model_len=max_len)
-        (directory / f"{i:02d}.prom").write_text(text, encoding="utf-8")
+        # Two scrapes of the same replica 15 s apart: same series, new values.
+        for suffix, seconds in (("a", 600.0), ("b", 615.0)):
+            text = sample_exposition(dp=dp, seed=i, warm_seconds=seconds, max_model_len=max_len)
+            (directory / f"{i:02d}-{suffix}.prom").write_text(text, encoding="utf-8")
         sizes.append(len(text.encode()))
     return sizes
 

@@ -48,7 +48,10 @@ format; timestamps are plain float seconds; exemplars are validated and then
 dropped (samples carry no exemplar field); and mixing `1` and `1e0` timestamp
 spellings parses instead of crashing with TypeError.
 
-Speed: the per-line work on a warm LabelCache is one dict lookup of the text
+Speed: when the payload's lines are laid out as in the endpoint's last scrape
+(the usual case), `inventory.exposition_layout` checks them against that
+validated payload in bulk and only builds Samples for values that changed.
+Otherwise, the per-line work on a warm LabelCache is one dict lookup of the text
 before the value, one of the value text within the payload, and building the
 Sample. Value tokens that float() accepts are only checked for Prometheus
 spelling as a batch at the end; if that check (or anything else) fails, the
@@ -60,11 +63,13 @@ from __future__ import annotations
 
 from itertools import repeat
 
-from inventory.exposition_families import HELP, Assembler, Metadata, metadata_fields
+from inventory.exposition_families import HELP, Assembler, Metadata, Pending, metadata_fields
+from inventory.exposition_layout import Layout
 from inventory.exposition_lines import (
     check_metric_name,
     parse_text_sample,
     parse_value,
+    plausible_numbers,
     unescape_help,
 )
 from inventory.exposition_model import (
@@ -98,33 +103,43 @@ def parse(
     """Parse a whole exposition; raise ExpositionError on the first malformed line.
 
     Pass the same `cache` for every scrape of one endpoint: label sets seen
-    before are then looked up instead of re-validated.
+    before are then looked up instead of re-validated, and a payload laid out
+    like the last one is checked against it in bulk (see exposition_layout).
     """
     body = _as_text(text)
+    remember = cache is not None
     if cache is None:
         cache = LabelCache()
     if openmetrics:
         return parse_openmetrics(body, cache)
-    try:
-        families, values = _parse_text(body, cache, strict=False)
-        if _plausible_numbers(values):
+    lines = body.split("\n")
+    if cache.layout is not None:
+        families = cache.layout.reparse(lines, cache)
+        if families is not None:
             return families
+    try:
+        parsed = _parse_text(lines, cache, strict=False)
+        if not plausible_numbers("".join(parsed[1])):
+            parsed = None
     except ExpositionError:
-        pass
-    # Either the payload is bad or a value needs a closer look: read it again checking
-    # every value as it comes, so the error names the first bad line.
-    families, _ = _parse_text(body, cache, strict=True)
+        parsed = None
+    if parsed is None:
+        # Either the payload is bad or a value needs a closer look: read it again
+        # checking every value as it comes, so the error names the first bad line.
+        parsed = _parse_text(lines, cache, strict=True)
+    families, _, pendings = parsed
+    if remember:
+        # A layout only pays off once the payload keeps its shape: building one for an
+        # endpoint whose line count changes every scrape would cost more than it saves.
+        # Bounded like the cache's other maps: a layout holds one entry per line.
+        same_shape = len(lines) == cache.line_count
+        cache.line_count = len(lines)
+        cache.layout = (
+            Layout.build(lines, families, pendings, cache.series.max_entries)
+            if same_shape
+            else None
+        )
     return families
-
-
-def _plausible_numbers(values: dict[str, float]) -> bool:
-    """Whether every value token that float() accepted is also a Prometheus number.
-
-    float() also takes `1_000`, non-ASCII digits and edge whitespace; one check
-    over all distinct tokens at once is far cheaper than one per token.
-    """
-    joined = "".join(values)
-    return joined.isascii() and joined.isprintable() and "_" not in joined
 
 
 def _as_text(payload: str | bytes) -> str:
@@ -156,12 +171,13 @@ def _as_text(payload: str | bytes) -> str:
 
 
 def _parse_text(
-    text: str, cache: LabelCache, *, strict: bool
-) -> tuple[list[Family], dict[str, float]]:
-    """Read a text-format payload; return its families and its distinct value tokens.
+    lines: list[str], cache: LabelCache, *, strict: bool
+) -> tuple[list[Family], dict[str, float], list[Pending]]:
+    """Read a text-format payload; return its families, its distinct value tokens
+    and the Assembler's record of each family (for Layout.build).
 
     With strict=False, value tokens that float() accepts are only checked as a
-    batch by the caller (see _plausible_numbers).
+    batch by the caller (see plausible_numbers).
     """
     assembler = Assembler(om=False)
     allowed = _EMPTY
@@ -171,7 +187,6 @@ def _parse_text(
     series = cache.series
     series_get = series.young.get
     metadata_get = cache.metadata.young.get
-    lines = text.split("\n")
     last_line = len(lines)
     lineno = 0
     try:
@@ -235,7 +250,7 @@ def _parse_text(
             sample.timestamp = None
             sample.__class__ = Sample
             append(sample)  # type: ignore[misc]
-        return assembler.finish(), values
+        return assembler.finish(), values, assembler.families
     except ExpositionError:
         raise
     except Exception as exc:  # pragma: no cover - the fuzz tests keep this unreachable

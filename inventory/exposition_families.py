@@ -56,7 +56,8 @@ _OM_SUFFIXES = {
     "info": ("_info",),
 }
 _CREATED_PARENTS = frozenset({"counter", "histogram", "summary"})
-_CHECKED = frozenset({"counter", "histogram", "gaugehistogram", "summary", "info", "stateset"})
+# The types whose values family_problems() checks.
+CHECKED_TYPES = frozenset({"counter", "histogram", "gaugehistogram", "summary", "info", "stateset"})
 
 
 HELP, TYPE, UNIT = 1, 2, 4
@@ -258,7 +259,7 @@ class Assembler:
             family.unit = pending.unit
             family.samples = samples
             family.problems = (
-                family_problems(type_, raw, samples, om=om) if type_ in _CHECKED else ()
+                family_problems(type_, raw, samples, om=om) if type_ in CHECKED_TYPES else ()
             )
             family.__class__ = Family  # see _SampleTwin
             out.append(family)

@@ -85,6 +85,15 @@ def parse_value(token: str, lineno: int, *, om: bool = False) -> float:
     fail(lineno, f"invalid value {excerpt(token)}: expected {expected}")
 
 
+def plausible_numbers(joined: str) -> bool:
+    """Whether the value tokens that float() accepted, joined, are all Prometheus numbers.
+
+    float() also takes `1_000`, non-ASCII digits and edge whitespace; one check
+    over all tokens at once is far cheaper than one per token.
+    """
+    return joined.isascii() and joined.isprintable() and "_" not in joined
+
+
 def parse_text_timestamp(token: str, lineno: int) -> float:
     """Text-format timestamps are integer milliseconds; we return seconds."""
     if _integer_match(token) is None:

@@ -236,12 +236,14 @@ class LabelCache:
     `labels` maps the raw `{...}` text of a line to its Labels; `series` maps
     the text before the value (`name{...}`) to its (name, Labels) pair;
     `metadata` maps a whole HELP/TYPE line to its parsed fields. Only text that
-    passed full validation is stored, so a hit needs no further checks; the
-    parse itself (family rules, values, histogram checks) runs in full on every
-    scrape.
+    passed full validation is stored, so a hit needs no further checks.
+    `layout` is the last text-format payload's line layout and result (see
+    `inventory.exposition_layout`): family rules and value checks are only
+    skipped for lines proven identical to that validated payload's. It is built
+    once two payloads in a row have the same number of lines (`line_count`).
     """
 
-    __slots__ = ("series", "labels", "metadata")
+    __slots__ = ("series", "labels", "metadata", "layout", "line_count")
 
     def __init__(self, max_entries: int = 50_000) -> None:
         if max_entries < 1:
@@ -249,6 +251,8 @@ class LabelCache:
         self.series: Generations[tuple[str, Labels]] = Generations(max_entries)
         self.labels: Generations[Labels] = Generations(max_entries)
         self.metadata: Generations[tuple[Any, ...]] = Generations(max_entries)
+        self.layout: Any = None  # an exposition_layout.Layout (that module imports this one)
+        self.line_count = -1  # lines in the last text payload parsed in full
 
     def __len__(self) -> int:
         return len(self.series) + len(self.labels) + len(self.metadata)

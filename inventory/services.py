@@ -179,11 +179,12 @@ def _record_cycle(fleet_id: int, results: list[tuple[Endpoint, ScrapeOutcome]]) 
                     series_count=outcome.series_count,
                     first_seen_at=outcome.started_at,
                 ).pk
-            if inventoried.get(endpoint.pk) != series_set_id:
-                if outcome.inventory is not None:
-                    _write_inventory(endpoint, series_set_id, outcome)
-                else:
-                    lost_layouts.append(outcome.url)
+            # The inventory follows each layout the scraper reports as new; a layout
+            # seen again recently (a flip back) leaves it as it is.
+            if outcome.inventory is not None:
+                _write_inventory(endpoint, series_set_id, outcome)
+            elif endpoint.pk not in inventoried:
+                lost_layouts.append(outcome.url)
             last = latest.get(endpoint.pk)
             if last is None or outcome.started_at - last >= resolution:
                 frames.append(

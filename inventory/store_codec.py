@@ -20,6 +20,8 @@ from inventory.exposition import Family
 
 Series = tuple[str, Mapping[str, str]]
 
+# Layouts remembered per endpoint (see LayoutMemo).
+RECENT_LAYOUTS = 4
 # zlib level 1: most of level 9's gain on float vectors at a fraction of the CPU.
 VALUES_COMPRESSION_LEVEL = 1
 
@@ -82,22 +84,32 @@ def decode_values(blob: bytes) -> array:
 
 
 class LayoutMemo:
-    """Remembers the last layout and digest seen per endpoint, so an unchanged
-    layout costs one list comparison instead of a hash of every label."""
+    """The last few layouts reported per endpoint, most recent first.
 
-    def __init__(self) -> None:
-        self._last: dict[Hashable, tuple[tuple[Series, ...], str]] = {}
+    An unchanged layout costs one tuple comparison (label dicts come from the
+    parser's cache, so equal layouts are mostly the same objects and the
+    comparison short-circuits on identity) instead of a hash of every label.
+    Keeping a few, not one, makes an endpoint that flips between layouts (a
+    LoRA adapter mix coming and going) cheap too.
+    """
+
+    def __init__(self, keep: int = RECENT_LAYOUTS) -> None:
+        self.keep = keep
+        self._recent: dict[Hashable, list[tuple[tuple[Series, ...], str]]] = {}
 
     def forget(self, endpoint: Hashable) -> None:
-        self._last.pop(endpoint, None)
+        self._recent.pop(endpoint, None)
 
     def digest(self, endpoint: Hashable, layout: tuple[Series, ...]) -> tuple[str, bool]:
-        """Return the digest and whether the layout differs from the endpoint's previous one."""
-        previous = self._last.get(endpoint)
-        # Label dicts come from the parser's cache, so equal layouts are mostly
-        # the same objects and the tuple comparison short-circuits on identity.
-        if previous is not None and previous[0] == layout:
-            return previous[1], False
+        """Return the digest and whether the layout is new among the endpoint's recent ones."""
+        recent = self._recent.setdefault(endpoint, [])
+        for position, (known, digest) in enumerate(recent):
+            if known == layout:
+                if position:
+                    recent.insert(0, recent.pop(position))
+                return digest, False
         digest = layout_digest(layout)
-        self._last[endpoint] = (layout, digest)
-        return digest, previous is None or previous[1] != digest
+        seen = any(known_digest == digest for _, known_digest in recent)
+        recent.insert(0, (layout, digest))
+        del recent[self.keep :]
+        return digest, not seen

@@ -62,3 +62,16 @@ def test_layout_memo_reports_changes_per_endpoint() -> None:
     assert memo.digest(1, first) == (digest, False)
     assert memo.digest(1, second)[1] is True
     assert memo.digest(2, first) == (digest, True)
+
+
+def test_layout_memo_treats_a_flip_back_to_a_recent_layout_as_known() -> None:
+    memo = LayoutMemo(keep=2)
+    a = (("x", {"adapters": "a"}),)
+    b = (("x", {"adapters": "b"}),)
+    c = (("x", {"adapters": "c"}),)
+    digest_a, _ = memo.digest(1, a)
+    assert memo.digest(1, b)[1] is True
+    assert memo.digest(1, a) == (digest_a, False)
+    assert memo.digest(1, c)[1] is True
+    # Only the last two are kept: b has been pushed out by now.
+    assert memo.digest(1, b)[1] is True
