@@ -57,7 +57,8 @@ def line_figure(
         "layout": {
             "margin": {"l": 50, "r": 10, "t": 10, "b": 30},
             "height": 220,
-            "xaxis": {"type": "date", "title": {"text": ""}},
+            # Hours and minutes only: the window note above the charts carries the date (UTC).
+            "xaxis": {"type": "date", "tickformat": "%H:%M", "title": {"text": ""}},
             "yaxis": {"title": {"text": unit}, "rangemode": "tozero"},
             "legend": {"orientation": "h", "y": -0.25},
             "shapes": shapes,

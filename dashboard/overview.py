@@ -31,6 +31,13 @@ def _panel_state(panel: Panel, results: dict[str, QueryResult]) -> dict[str, Any
     if not usable:
         status = "error" if "error" in statuses else "unavailable"
         return {"status": status, "notes": notes, "figure": None}
+    if not any(r.series for r in usable.values()):
+        # Exposed, but nothing in this window (say, a counter with one sample so far).
+        return {
+            "status": "unavailable",
+            "notes": notes or ["no data in this window"],
+            "figure": None,
+        }
     return {
         "status": "partial" if statuses - {"ok"} else "ok",
         "notes": notes,

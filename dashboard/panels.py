@@ -120,6 +120,30 @@ PANELS: tuple[Panel, ...] = (
         "gpu.power", Group.GPU, "Power", "watts", "gpu.power",
         {"by replica": Gauge("gpu_power", agg="sum", by=("instance",))},
     ),
+    Panel(
+        "gpu.clocks", Group.GPU, "SM clock (throttling shows here)", "MHz", "gpu.power",
+        {"by replica": Gauge("gpu_sm_clock", agg="avg", by=("instance",))},
+    ),
+    Panel(
+        "gpu.pipes", Group.GPU, "DRAM and tensor activity", "ratio", "gpu.pipes",
+        {
+            "DRAM": Gauge("gpu_dram_active", agg="avg", by=("instance",)),
+            "tensor": Gauge("gpu_tensor_active", agg="avg", by=("instance",)),
+        },
+    ),
+    Panel(
+        "gpu.errors", Group.GPU, "Last XID error code", "code", "gpu.errors",
+        {"by replica": Gauge("gpu_xid", agg="max", by=("instance",))},
+    ),
+    Panel(
+        "platform.http", Group.GPU, "HTTP responses by status class", "requests/s",
+        "platform.http",
+        {"by status": Rate("http_requests", by=("status",), window_seconds=W)},
+    ),
+    Panel(
+        "platform.process", Group.GPU, "API-server CPU", "cores", "platform.process",
+        {"by replica": Rate("process_cpu", by=("instance",), window_seconds=W)},
+    ),
 )  # fmt: skip
 
 PANELS_BY_ID: Mapping[str, Panel] = {panel.id: panel for panel in PANELS}

@@ -26,7 +26,17 @@ if TYPE_CHECKING:  # spec stays importable without Django set up
 
 # The labels a query may group by; anything else is a cardinality or tenancy risk.
 GROUP_LABELS = frozenset(
-    {"model_name", "instance", "engine", "finished_reason", "tenant", "reason", "source", "le"}
+    {
+        "model_name",
+        "instance",
+        "engine",
+        "finished_reason",
+        "tenant",
+        "reason",
+        "source",
+        "le",
+        "status",  # http_requests_total: 2xx / 4xx / 5xx only
+    }
 )
 # Prometheus refuses range queries with more points per series than this (reliability D26).
 MAX_POINTS_PER_SERIES = 11_000

@@ -63,7 +63,7 @@ def test_every_panel_is_drawn_from_real_scrapes(sim: SimFleet) -> None:
 def test_gpu_panels_say_why_without_a_dcgm_exporter(sim: SimFleet) -> None:
     fleet = scraped_fleet(sim, {"vllm"}, cycles=2)
     payload = overview_compute(OverviewRequest(fleet, window(), "local"))
-    gpu = [p for p in payload["panels"] if p["group"] == "gpu"]
+    gpu = [p for p in payload["panels"] if p["id"].startswith("gpu.")]
     assert {p["status"] for p in gpu} == {"unavailable"}
     assert all(p["figure"] is None for p in gpu)
     assert any("dcgm" in note for p in gpu for note in p["notes"])

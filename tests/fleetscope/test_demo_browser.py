@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from dashboard.panels import PANELS
 from fleetscope.embedded import port_is_free
 from tests.browser import chromium, screenshot_path
 from tests.conftest import free_port
@@ -102,7 +103,7 @@ def test_make_demo_serves_login_then_the_base_layout(demo: Demo) -> None:
         # Rates need two scrapes; the websocket push fills the rest in without a reload.
         expect(page.locator(".chart.unavailable")).to_have_count(0, timeout=90_000)
         drawn = page.locator(".chart .plot.js-plotly-plot").count()
-        assert drawn == 14, drawn
+        assert drawn == len(PANELS), drawn
         page.screenshot(path=screenshot_path("demo-overview"), full_page=True)
         page.click("text=Incidents")
         assert "Not built yet." in page.inner_text("main")
