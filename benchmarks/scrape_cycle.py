@@ -163,7 +163,9 @@ def main() -> None:
     cycle_times = ours["cycle_seconds"]
     assert isinstance(cycle_times, list)
     warm = cycle_times[1:] or cycle_times
-    base_time = base["cycle_seconds"][0]  # type: ignore[index]
+    base_times = base["cycle_seconds"]
+    assert isinstance(base_times, list)
+    base_time = float(base_times[0])
     print(
         f"endpoints: {args.endpoints}, payloads {min(sizes) // 1024}-{max(sizes) // 1024} KB, "
         f"{total_mb:.0f} MB per cycle, database {ours['database'].split('@')[-1]}"

@@ -157,13 +157,13 @@ class OutboundPolicy:
         names: set[str] = set()
         suffixes: list[str] = []
         for entry in allow:
-            kind, value = _allow_entry(entry)
-            if kind == "network":
-                networks.append(value)  # type: ignore[arg-type]
-            elif kind == "suffix":
-                suffixes.append(value)  # type: ignore[arg-type]
+            value = _allow_entry(entry)
+            if not isinstance(value, str):
+                networks.append(value)
+            elif value.startswith("."):
+                suffixes.append(value)
             else:
-                names.add(value)  # type: ignore[arg-type]
+                names.add(value)
         self.networks = tuple(networks)
         self.names = frozenset(names)
         self.suffixes = tuple(suffixes)
@@ -390,12 +390,13 @@ def _check_idn_label(label: str, name: str) -> None:
         )
 
 
-def _allow_entry(entry: str) -> tuple[str, Network | str]:
+def _allow_entry(entry: str) -> Network | str:
+    """A network, a host name, or a name suffix (which starts with a dot)."""
     if not isinstance(entry, str) or not entry.strip():
         raise ValueError(f"empty or non-text allow-list entry {entry!r}")
     text = entry.strip().lower()
     try:
-        return "network", ipaddress.ip_network(text, strict=False)
+        return ipaddress.ip_network(text, strict=False)
     except ValueError:
         pass
     if text.startswith("*."):
@@ -407,4 +408,4 @@ def _allow_entry(entry: str) -> tuple[str, Network | str]:
         raise ValueError(f"allow-list entry {entry!r} is neither a network nor a host name")
     if _numeric_label_match(labels[-1]):
         raise ValueError(f"allow-list entry {entry!r} looks numeric but is not an address")
-    return ("suffix", "." + name) if suffix else ("name", name)
+    return "." + name if suffix else name

@@ -152,7 +152,9 @@ def _record_cycle(fleet_id: int, results: list[tuple[Endpoint, ScrapeOutcome]]) 
     resolution = timedelta(seconds=settings.FLEETSCOPE_STORE_RESOLUTION_SECONDS)
     with transaction.atomic():
         ids = [endpoint.pk for endpoint, _ in good]
-        latest = _latest_frame_times(ids)
+        # Only a resolution limit needs the previous frame times; with none (the default)
+        # skip the query, which would otherwise scan the whole retention window.
+        latest = _latest_frame_times(ids) if resolution else {}
         known = {
             (endpoint_id, digest): pk
             for endpoint_id, digest, pk in SeriesSet.objects.filter(
@@ -209,8 +211,10 @@ def _record_cycle(fleet_id: int, results: list[tuple[Endpoint, ScrapeOutcome]]) 
 
 
 def _latest_frame_times(endpoint_ids: list[int]) -> dict[int, datetime]:
+    # Bounded to the last day: enough for any sensible resolution, and index-friendly.
+    since = timezone.now() - timedelta(days=1)
     rows = (
-        SampleFrame.objects.filter(endpoint_id__in=endpoint_ids)
+        SampleFrame.objects.filter(endpoint_id__in=endpoint_ids, at__gte=since)
         .values("endpoint_id")
         .annotate(last=Max("at"))
     )

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from django.test import override_settings
 from django.utils import timezone
 
 from fleetsim.api import Fleet as SimFleet
@@ -208,3 +209,12 @@ def test_a_cycle_inventories_every_vllm_dialect(dialect: str, dp: int, engines: 
     assert inventory.dialect == dialect
     assert inventory.detected_kind == "engine"
     assert inventory.engines == engines
+
+
+def test_a_resolution_limit_stores_at_most_one_frame_per_interval() -> None:
+    with override_settings(FLEETSCOPE_STORE_RESOLUTION_SECONDS=60), serving(steady) as server:
+        fleet = register([(server.url(), "vllm")])
+        fleet_scrape(fleet_id=fleet.pk)
+        fleet_scrape(fleet_id=fleet.pk)
+    assert ScrapeRun.objects.count() == 2
+    assert SampleFrame.objects.count() == 1

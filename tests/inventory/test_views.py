@@ -3,6 +3,7 @@ from __future__ import annotations
 from http.server import BaseHTTPRequestHandler
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
@@ -57,3 +58,45 @@ def test_fleet_page_without_scrapes_says_nothing_scraped_yet(owner_client: Clien
     html = owner_client.get(reverse("inventory-fleet-detail", args=["fresh"])).content.decode()
     assert "Nothing scraped yet" in html
     assert "never-scraped" in html
+
+
+def test_the_form_registers_an_endpoint_that_passes_the_policy(owner_client: Client) -> None:
+    fleet = targets_import(fleet_slug="form", specs=[]).fleet
+    url = reverse("inventory-fleet-detail", args=["form"])
+    response = owner_client.post(url, {"url": "http://127.0.0.1:9400/metrics", "kind": "dcgm"})
+    assert response.status_code == 302
+    assert list(fleet.endpoints.values_list("url", "kind")) == [
+        ("http://127.0.0.1:9400/metrics", "dcgm")
+    ]
+
+
+def test_the_form_refuses_a_metadata_address_and_writes_nothing(owner_client: Client) -> None:
+    fleet = targets_import(fleet_slug="form", specs=[]).fleet
+    url = reverse("inventory-fleet-detail", args=["form"])
+    response = owner_client.post(url, {"url": "http://169.254.169.254/latest", "kind": "vllm"})
+    assert response.status_code == 200
+    assert "blocked by policy" in response.content.decode()
+    assert not fleet.endpoints.exists()
+
+
+def test_the_form_without_a_csrf_token_is_refused(owner: User) -> None:
+    from django.test import Client as RawClient
+
+    fleet = targets_import(fleet_slug="form", specs=[]).fleet
+    client = RawClient(enforce_csrf_checks=True)
+    client.force_login(owner)
+    url = reverse("inventory-fleet-detail", args=["form"])
+    response = client.post(url, {"url": "http://127.0.0.1:9400/metrics", "kind": "vllm"})
+    assert response.status_code == 403
+    assert not fleet.endpoints.exists()
+
+
+def test_the_form_refuses_a_url_the_fleet_already_has(owner_client: Client) -> None:
+    fleet = targets_import(
+        fleet_slug="form", specs=[TargetSpec("http://127.0.0.1:9400/metrics", "vllm", {})]
+    ).fleet
+    url = reverse("inventory-fleet-detail", args=["form"])
+    response = owner_client.post(url, {"url": "http://127.0.0.1:9400/metrics", "kind": "vllm"})
+    assert response.status_code == 200
+    assert "already registered" in response.content.decode()
+    assert fleet.endpoints.count() == 1
