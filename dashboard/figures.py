@@ -1,25 +1,86 @@
 """Plotly figure JSON for a panel, built as plain dicts (plotly's Python validation is slow
-and adds nothing here: the browser's plotly.js is the renderer)."""
+and adds nothing here: the browser's plotly.js is the renderer).
+
+`panel_figure` is the one entry point: a panel's `kind` picks lines, a stacked area or a
+heatmap. Every builder keeps gaps as null and never puts a bare NaN in the JSON.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
+from dashboard.heatmaps import bucket_rates
 from dashboard.queries import QueryResult
+
+PanelKind = Literal["line", "stacked", "heatmap"]
+PANEL_KINDS: frozenset[str] = frozenset(get_args(PanelKind))
+
+# plotly.js' default colourway; stacked runs set colours themselves so that a layer
+# split into several gap-separated runs keeps one colour.
+COLOURS = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+)  # fmt: skip
+
+
+def plotly_text(text: str) -> str:
+    """`text` shown as is by plotly.js, which reads a subset of HTML in trace names (an
+    `<a href>` in a label value would become a link in the legend); it decodes these
+    entities back for display."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _label(trace: str, labels: Mapping[str, str]) -> str:
     shown = ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
     if not shown:
-        return trace
-    return shown if trace.startswith("by ") else f"{trace} ({shown})"
+        return plotly_text(trace)
+    return plotly_text(shown if trace.startswith("by ") else f"{trace} ({shown})")
 
 
 def _clean(values: Sequence[float | None]) -> list[float | None]:
     # Gaps stay gaps: NaN and infinities become null, never a zero or a bare NaN token.
     return [v if v is not None and math.isfinite(v) else None for v in values]
+
+
+def _ms(timestamps: Sequence[float]) -> list[int]:
+    # Milliseconds since the epoch: plotly reads them as UTC dates.
+    return [round(t * 1000) for t in timestamps]
+
+
+def _layout(unit: str) -> dict[str, Any]:
+    return {
+        "margin": {"l": 50, "r": 10, "t": 10, "b": 30},
+        "height": 220,
+        # Hours and minutes only: the window note above the charts carries the date (UTC).
+        "xaxis": {"type": "date", "tickformat": "%H:%M", "title": {"text": ""}},
+        # SI suffixes: plotly's default "B" for billions reads as bytes on a bytes axis.
+        "yaxis": {"title": {"text": unit}, "rangemode": "tozero", "exponentformat": "SI"},
+        "legend": {"orientation": "h", "y": -0.25},
+    }
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """A panel's figure, what drawing it found (shown with the panel's notes, as text),
+    and whether it had to leave out data it could not trust."""
+
+    figure: dict[str, Any]
+    notes: tuple[str, ...] = ()
+    incomplete: bool = False
+
+
+def panel_figure(kind: PanelKind, results: Mapping[str, QueryResult], *, unit: str) -> Drawn:
+    """The figure for a panel of `kind` from its usable query results."""
+    if kind == "line":
+        return Drawn(line_figure(results, unit=unit))
+    if kind == "stacked":
+        return Drawn(stacked_figure(results, unit=unit))
+    if kind == "heatmap":
+        return heatmap_figure(results, unit=unit)
+    raise ValueError(f"unknown panel kind {kind!r}; choose from {sorted(PANEL_KINDS)}")
 
 
 def line_figure(
@@ -33,8 +94,7 @@ def line_figure(
                     "type": "scatter",
                     "mode": "lines",
                     "name": _label(trace, series.labels),
-                    # Milliseconds since the epoch: plotly reads them as UTC dates.
-                    "x": [round(t * 1000) for t in series.timestamps],
+                    "x": _ms(series.timestamps),
                     "y": _clean(series.values),
                     "connectgaps": False,
                 }
@@ -52,15 +112,104 @@ def line_figure(
         }
         for name, value in (thresholds or {}).items()
     ]
-    return {
-        "data": data,
-        "layout": {
-            "margin": {"l": 50, "r": 10, "t": 10, "b": 30},
-            "height": 220,
-            # Hours and minutes only: the window note above the charts carries the date (UTC).
-            "xaxis": {"type": "date", "tickformat": "%H:%M", "title": {"text": ""}},
-            "yaxis": {"title": {"text": unit}, "rangemode": "tozero"},
-            "legend": {"orientation": "h", "y": -0.25},
-            "shapes": shapes,
-        },
+    return {"data": data, "layout": _layout(unit) | {"shapes": shapes}}
+
+
+def _complete_runs(complete: Sequence[bool]) -> list[tuple[int, int]]:
+    """[start, stop) index ranges where `complete` is True throughout."""
+    runs: list[tuple[int, int]] = []
+    start: int | None = None
+    for i, ok in enumerate([*complete, False]):
+        if ok and start is None:
+            start = i
+        elif not ok and start is not None:
+            runs.append((start, i))
+            start = None
+    return runs
+
+
+def stacked_figure(results: Mapping[str, QueryResult], *, unit: str) -> dict[str, Any]:
+    """Layers stacked bottom-up in trace order (then series order), e.g. queue, prefill, decode.
+
+    plotly's stackgroup has no gap mode: it would draw a missing value as 0 or interpolate
+    it. So a step where any layer is missing is a gap in the whole stack (its top is
+    unknown), and each run of complete steps is its own stack group.
+    """
+    layers = [
+        (_label(trace, series.labels), _clean(series.values), series.timestamps)
+        for trace, result in results.items()
+        for series in result.series
+    ]
+    grids = {stamps for _, _, stamps in layers}
+    if len(grids) != 1:
+        return line_figure(results, unit=unit)
+    x = _ms(grids.pop())
+    complete = [all(values[i] is not None for _, values, _ in layers) for i in range(len(x))]
+    runs = _complete_runs(complete)
+    if not runs:
+        # No step where the stack is whole: show what there is as lines, gaps and all.
+        return line_figure(results, unit=unit)
+    data: list[dict[str, Any]] = []
+    for run, (start, stop) in enumerate(runs):
+        for layer, (name, values, _) in enumerate(layers):
+            colour = COLOURS[layer % len(COLOURS)]
+            data.append(
+                {
+                    "type": "scatter",
+                    # A one-step run has no area to fill: a marker keeps it visible.
+                    "mode": "lines" if stop - start > 1 else "lines+markers",
+                    "name": name,
+                    "x": x[start:stop],
+                    "y": values[start:stop],
+                    "stackgroup": f"run{run}",
+                    "legendgroup": name,
+                    "showlegend": run == 0,
+                    "line": {"width": 1, "color": colour},
+                    "marker": {"color": colour, "size": 4},
+                }
+            )
+    layout = _layout(unit)
+    # The whole window, as on the line panels, even where the stack has no complete step.
+    layout["xaxis"]["range"] = [x[0], x[-1]]
+    return {"data": data, "layout": layout}
+
+
+def heatmap_figure(
+    results: Mapping[str, QueryResult], *, unit: str, rate_unit: str = "observations/s"
+) -> Drawn:
+    """One heatmap per trace: x time, y bucket upper edges (categories), z rate per bucket.
+
+    `unit` is the histogram's (what the edges measure); `rate_unit` is the colour scale's.
+    """
+    data: list[dict[str, Any]] = []
+    notes: list[str] = []
+    blanked = 0
+    for trace, result in results.items():
+        buckets = bucket_rates(result.series)
+        notes.extend(buckets.notes)
+        blanked += buckets.blanked_steps
+        if not buckets.edges:
+            continue
+        data.append(
+            {
+                "type": "heatmap",
+                "name": trace,
+                "x": _ms(result.series[0].timestamps),
+                "y": buckets.labels,
+                "z": [list(row) for row in buckets.rows],
+                "hoverongaps": False,
+                "colorscale": "Viridis",
+                "colorbar": {"title": {"text": rate_unit, "side": "right"}, "thickness": 10},
+                "hovertemplate": f"%{{y}} {unit}: %{{z:.3g}} {rate_unit}<extra></extra>",
+            }
+        )
+    layout = _layout(unit)
+    # Categories in the order given (numeric), never plotly's own sorting of the labels.
+    layout["yaxis"] = {
+        "title": {"text": unit},
+        "type": "category",
+        "automargin": True,  # room for long edge labels such as "≤0.001"
+        "categoryorder": "array",
+        "categoryarray": data[0]["y"] if data else [],
     }
+    return Drawn({"data": data, "layout": layout}, tuple(notes), incomplete=blanked > 0)

@@ -6,14 +6,18 @@ import json
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
-from dashboard.figures import line_figure
-from dashboard.panels import PANELS, Panel
-from dashboard.queries import QueryResult, Scope, Window, run_queries
+from django.utils import timezone
+
+from dashboard.figures import panel_figure
+from dashboard.freshness import freshness_annotate
+from dashboard.panels import PANELS, Group, Panel
+from dashboard.queries import Backend, QueryResult, Scope, Window, run_queries
+from dashboard.replicas import REPLICA_SPECS, replica_table_from
 from inventory.models import Fleet
 
-Backend = Literal["local", "prometheus"]
+TABLE = "replicas"  # spec-name prefix of the replica table's queries
 
 
 @dataclass(frozen=True)
@@ -22,43 +26,62 @@ class OverviewRequest:
     window: Window
     backend: Backend
     model_name: str | None = None
+    # One replica (host:port, as in Prometheus' `instance` label), or the whole fleet.
+    instance: str | None = None
+    # One panel group's page, or the whole overview (which also carries the replica table).
+    group: Group | None = None
 
 
 def _panel_state(panel: Panel, results: dict[str, QueryResult]) -> dict[str, Any]:
     statuses = {r.status for r in results.values()}
     usable = {name: r for name, r in results.items() if r.status in ("ok", "partial")}
+    # Messages say why (or which fallback); warnings say what is incomplete (failed
+    # scrapes, a widened step, Prometheus' own warnings): the on-call needs both.
     notes = sorted({r.message for r in results.values() if r.message})
+    notes += sorted({w for r in results.values() for w in r.warnings} - set(notes))
+    reasons = sorted({r.reason for r in results.values() if r.reason})
     if not usable:
         status = "error" if "error" in statuses else "unavailable"
-        return {"status": status, "notes": notes, "figure": None}
+        return {"status": status, "reasons": reasons, "notes": notes, "figure": None}
     if not any(r.series for r in usable.values()):
         # Exposed, but nothing in this window (say, a counter with one sample so far).
         return {
             "status": "unavailable",
+            "reasons": reasons or ["no-data"],
             "notes": notes or ["no data in this window"],
             "figure": None,
         }
+    drawn = panel_figure(panel.kind, usable, unit=panel.unit)
+    notes += [note for note in drawn.notes if note not in notes]
     return {
-        "status": "partial" if statuses - {"ok"} else "ok",
+        "status": "partial" if statuses - {"ok"} or drawn.incomplete else "ok",
+        "reasons": reasons,
         "notes": notes,
-        "figure": line_figure(usable, unit=panel.unit),
+        "figure": drawn.figure,
     }
 
 
 def overview_compute(request: OverviewRequest) -> dict[str, Any]:
-    """All panels of the overview. Unavailable panels say why; nothing is drawn as zero."""
+    """The panels of the overview (or of one group's page). Unavailable panels say why,
+    failing sources say since when, and nothing is drawn as zero."""
     started = time.perf_counter()
-    specs = {f"{panel.id}|{name}": spec for panel in PANELS for name, spec in panel.traces.items()}
-    scope = Scope(request.fleet, model_name=request.model_name)
+    shown = [p for p in PANELS if request.group is None or p.group == request.group]
+    specs = {f"{panel.id}|{name}": spec for panel in shown for name, spec in panel.traces.items()}
+    with_table = request.group is None
+    if with_table:
+        # One round-trip (one store read, one parallel batch) for the table and the panels.
+        specs |= {f"{TABLE}|{name}": spec for name, spec in REPLICA_SPECS.items()}
+    instances = None if request.instance is None else (request.instance,)
+    scope = Scope(request.fleet, model_name=request.model_name, instances=instances)
     results = run_queries(specs, scope=scope, window=request.window, backend=request.backend)
     panels = []
-    for panel in PANELS:
+    for panel in shown:
         mine = {name: results[f"{panel.id}|{name}"] for name in panel.traces}
         panels.append(
             {"id": panel.id, "group": panel.group, "title": panel.title, "unit": panel.unit}
             | _panel_state(panel, mine)
         )
-    return {
+    payload: dict[str, Any] = {
         "fleet": request.fleet.slug,
         "backend": request.backend,
         "window": {
@@ -66,9 +89,17 @@ def overview_compute(request: OverviewRequest) -> dict[str, Any]:
             "end": _iso(request.window.end),
             "step_seconds": request.window.step_seconds,
         },
+        "instance": request.instance,
         "panels": panels,
-        "computed_seconds": round(time.perf_counter() - started, 4),
     }
+    if with_table:
+        table = {name: results[f"{TABLE}|{name}"] for name in REPLICA_SPECS}
+        payload["replicas"] = replica_table_from(
+            request.fleet, results=table, at=request.window.end
+        )
+    freshness_annotate(payload, fleet=request.fleet, backend=request.backend, now=timezone.now())
+    payload["computed_seconds"] = round(time.perf_counter() - started, 4)
+    return payload
 
 
 def panel_compute(

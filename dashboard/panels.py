@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from dashboard.figures import PANEL_KINDS, PanelKind
 from dashboard.queries import Gauge, Mean, Quantile, Rate, Ratio
 
 # Rates and quantiles look back this far at each step (Prometheus `[1m]`-style windows).
@@ -41,6 +42,23 @@ class Panel:
     unit: str  # shown on the y axis: "requests/s", "seconds", "ratio", ...
     capability: str
     traces: Mapping[str, object] = field(default_factory=dict)  # trace name -> spec
+    # "line"; "stacked" (traces add up bottom-up in this order); "heatmap" (one `_bucket` Rate).
+    kind: PanelKind = "line"
+
+    def __post_init__(self) -> None:
+        if self.kind not in PANEL_KINDS:
+            raise ValueError(f"{self.id}: kind must be one of {sorted(PANEL_KINDS)}")
+        if self.kind == "heatmap":
+            specs = list(self.traces.values())
+            if len(specs) != 1 or not isinstance(specs[0], Rate) or "le" not in specs[0].by:
+                raise ValueError(f"{self.id}: a heatmap takes one Rate(key, by=(..., 'le'))")
+
+
+def _heatmap(id: str, group: Group, key: str, title: str, unit: str, capability: str) -> Panel:
+    # Summed over replicas per edge; edges only some replicas have (token buckets end at
+    # each one's max_model_len) are left out by the query layer (dashboard.queries.buckets).
+    spec = Rate(key, by=("le",), window_seconds=RATE_WINDOW_SECONDS)
+    return Panel(id, group, title, unit, capability, {"per bucket": spec}, kind="heatmap")
 
 
 def _latency(id: str, key: str, title: str) -> Panel:
@@ -76,10 +94,20 @@ PANELS: tuple[Panel, ...] = (
             "generation": Rate("generation_tokens", window_seconds=W),
         },
     ),
+    _heatmap("traffic.prompt_len", Group.TRAFFIC, "prompt_len", "Prompt length per request",
+             "tokens", "traffic.lengths"),
+    _heatmap("traffic.output_len", Group.TRAFFIC, "output_len", "Output length per request",
+             "tokens", "traffic.lengths"),
     Panel(
         "queue.depth", Group.QUEUE, "Running and waiting requests", "requests",
         "queue.depth",
         {"running": Gauge("running", agg="sum"), "waiting": Gauge("waiting", agg="sum")},
+    ),
+    Panel(
+        # The reasons add up to the waiting count: stacked, the top is the queue's length.
+        "queue.reasons", Group.QUEUE, "Waiting requests by reason", "requests", "queue.depth",
+        {"by reason": Gauge("waiting_by_reason", agg="sum", by=("reason",))},
+        kind="stacked",
     ),
     Panel(
         "queue.time", Group.QUEUE, "Queue time", "seconds", "queue.time",
@@ -89,9 +117,24 @@ PANELS: tuple[Panel, ...] = (
         },
     ),
     _latency("latency.ttft", "ttft", "Time to first token"),
+    _heatmap("latency.ttft_heatmap", Group.LATENCY, "ttft", "Time to first token per request",
+             "seconds", "latency.ttft"),
     _latency("latency.itl", "itl", "Inter-token latency"),
     _latency("latency.tpot", "request_tpot", "Time per output token (per request)"),
     _latency("latency.e2e", "e2e", "End-to-end latency"),
+    _heatmap("latency.e2e_heatmap", Group.LATENCY, "e2e", "End-to-end latency per request",
+             "seconds", "latency.e2e"),
+    Panel(
+        # Stacked bottom-up in the order a request lives them, so the band that grew stands out.
+        "latency.phases", Group.LATENCY, "Phase split: mean queue, prefill and decode time",
+        "seconds", "latency.phases",
+        {
+            "queue": Mean("queue_time", window_seconds=W),
+            "prefill": Mean("prefill_time", window_seconds=W),
+            "decode": Mean("decode_time", window_seconds=W),
+        },
+        kind="stacked",
+    ),
     Panel(
         "engine.kv", Group.ENGINE, "KV cache usage (max per replica)", "ratio", "engine.kv",
         {"by replica": Gauge("kv_usage", agg="max", by=("instance",))},
@@ -105,6 +148,41 @@ PANELS: tuple[Panel, ...] = (
         {
             "hit ratio": Ratio(
                 Rate("prefix_hits", window_seconds=W), Rate("prefix_queries", window_seconds=W)
+            )
+        },
+    ),
+    Panel(
+        # Computed, local-cache and external-KV tokens add up to all prompt tokens.
+        "engine.sources", Group.ENGINE, "Prompt tokens by source", "tokens/s", "engine.sources",
+        {"by source": Rate("prompt_tokens_by_source", by=("source",), window_seconds=W)},
+        kind="stacked",
+    ),
+    Panel(
+        "engine.iteration", Group.ENGINE, "Tokens per engine step", "tokens", "engine.iteration",
+        {
+            "p50": Quantile("iteration_tokens", 0.5, window_seconds=W),
+            "p99": Quantile("iteration_tokens", 0.99, window_seconds=W),
+        },
+    ),
+    Panel(
+        "engine.spec_decode", Group.ENGINE, "Speculative decoding: draft tokens accepted",
+        "ratio", "engine.spec_decode",
+        {
+            "acceptance": Ratio(
+                Rate("spec_decode_accepted_tokens", window_seconds=W),
+                Rate("spec_decode_draft_tokens", window_seconds=W),
+            )
+        },
+    ),
+    Panel(
+        # vLLM's "mean acceptance length" is 1 + this (the target model's own token);
+        # specs cannot add a constant, so the panel shows the part the drafter earns.
+        "engine.spec_length", Group.ENGINE, "Accepted draft tokens per draft round",
+        "tokens", "engine.spec_decode",
+        {
+            "accepted per draft": Ratio(
+                Rate("spec_decode_accepted_tokens", window_seconds=W),
+                Rate("spec_decode_drafts", window_seconds=W),
             )
         },
     ),
@@ -136,6 +214,11 @@ PANELS: tuple[Panel, ...] = (
         {"by replica": Gauge("gpu_xid", agg="max", by=("instance",))},
     ),
     Panel(
+        # A counter whose unit DCGM does not document: compare replicas, don't convert.
+        "gpu.nvlink", Group.GPU, "NVLink traffic, all lanes", "counter units/s", "gpu.errors",
+        {"by replica": Rate("gpu_nvlink_bandwidth", by=("instance",), window_seconds=W)},
+    ),
+    Panel(
         "platform.http", Group.GPU, "HTTP responses by status class", "requests/s",
         "platform.http",
         {"by status": Rate("http_requests", by=("status",), window_seconds=W)},
@@ -143,6 +226,10 @@ PANELS: tuple[Panel, ...] = (
     Panel(
         "platform.process", Group.GPU, "API-server CPU", "cores", "platform.process",
         {"by replica": Rate("process_cpu", by=("instance",), window_seconds=W)},
+    ),
+    Panel(
+        "platform.memory", Group.GPU, "API-server resident memory", "bytes", "platform.process",
+        {"by replica": Gauge("process_rss", agg="sum", by=("instance",))},
     ),
 )  # fmt: skip
 

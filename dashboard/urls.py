@@ -12,6 +12,11 @@ urlpatterns = [
         views_overview.fleet_overview_json,
         name="dashboard-fleet-overview-json",
     ),
+    path(
+        "fleets/<slug:slug>/<slug:group>/",
+        views_overview.fleet_group,
+        name="dashboard-fleet-group",
+    ),
     path("slos/", views.slo_list, name="dashboard-slo-list"),
     path("capacity/", views.capacity, name="dashboard-capacity"),
     path("cost/", views.cost, name="dashboard-cost"),

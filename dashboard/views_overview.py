@@ -1,11 +1,18 @@
-"""The fleet overview page and its JSON (the polling fallback and non-default ranges)."""
+"""The fleet overview, the per-group pages, and their JSON (polling fallback, other views).
+
+Every filter (range, end, source, model, replica) lives in the query string,
+so a link reproduces the view. Only the default view is pushed live; the
+others are computed on request and shared by viewers of the same view for
+one step.
+"""
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 from django.core.cache import cache
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
@@ -14,51 +21,123 @@ from dashboard.overview import Backend, OverviewRequest, overview_compute, overv
 from dashboard.panels import GROUP_TITLES, PANELS, Group
 from dashboard.queries import Window
 from dashboard.timerange import DEFAULT_RANGE, RANGES, RangeError, parse_range
-from inventory.models import Fleet
+from inventory.models import EndpointKind, Fleet
 
 BACKENDS: dict[str, Backend] = {"local": "local", "prometheus": "prometheus"}
 
 
-def fleet_overview(request: HttpRequest, slug: str) -> HttpResponse:
+class FilterError(ValueError):
+    """A filter in the query string that cannot be used; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class ViewFilters:
+    since: str
+    end: str | None
+    backend: Backend
+    model: str | None
+    instance: str | None
+
+    @property
+    def is_default(self) -> bool:
+        """The view the scheduler computes and pushes live."""
+        plain = not (self.model or self.end or self.instance)
+        return plain and self.since == DEFAULT_RANGE and self.backend == default_backend()
+
+
+def replica_instances(fleet: Fleet) -> list[str]:
+    endpoints = fleet.endpoints.enabled().filter(kind=EndpointKind.VLLM).order_by("url")
+    return [endpoint.instance for endpoint in endpoints]
+
+
+def filters_from(request: HttpRequest, fleet: Fleet) -> ViewFilters:
+    backend = BACKENDS.get(request.GET.get("backend") or default_backend())
+    if backend is None:
+        raise FilterError(f"backend must be one of {', '.join(BACKENDS)}")
+    instance = request.GET.get("instance") or None
+    if instance is not None and instance not in replica_instances(fleet):
+        raise FilterError(f"replica {instance[:60]!r} is not a vLLM endpoint of this fleet")
+    return ViewFilters(
+        since=request.GET.get("since") or DEFAULT_RANGE,
+        end=request.GET.get("end") or None,
+        backend=backend,
+        model=request.GET.get("model") or None,
+        instance=instance,
+    )
+
+
+def _page(request: HttpRequest, slug: str, group: Group | None) -> HttpResponse:
     fleet = get_object_or_404(Fleet, slug=slug)
+    try:
+        live = filters_from(request, fleet).is_default
+    except FilterError:
+        live = False  # the JSON request will answer with the message
     groups = [
-        (group, GROUP_TITLES[group], [p for p in PANELS if p.group == group]) for group in Group
+        (g, GROUP_TITLES[g], [p for p in PANELS if p.group == g])
+        for g in Group
+        if group is None or g == group
     ]
     context = {
         "section": "fleet",
         "fleet": fleet,
+        "group": group,
+        "group_tabs": [(g.value, GROUP_TITLES[g]) for g in Group],
         "groups": groups,
         "ranges": list(RANGES),
         "since": request.GET.get("since", DEFAULT_RANGE),
         "backend": request.GET.get("backend", default_backend()),
+        "replicas": replica_instances(fleet),
+        "instance": request.GET.get("instance", ""),
+        "query": request.GET.urlencode(),
+        "live": live,
     }
     return render(request, "dashboard/fleet_overview.html", context)
 
 
+def fleet_overview(request: HttpRequest, slug: str) -> HttpResponse:
+    return _page(request, slug, None)
+
+
+def fleet_group(request: HttpRequest, slug: str, group: str) -> HttpResponse:
+    try:
+        chosen = Group(group)
+    except ValueError:
+        raise Http404(f"no panel group {group[:30]!r}") from None
+    return _page(request, slug, chosen)
+
+
 def fleet_overview_json(request: HttpRequest, slug: str) -> HttpResponse:
     fleet = get_object_or_404(Fleet, slug=slug)
-    since = request.GET.get("since") or DEFAULT_RANGE
-    backend = BACKENDS.get(request.GET.get("backend") or default_backend())
-    model = request.GET.get("model") or None
-    end = request.GET.get("end") or None
-    if backend is None:
-        return JsonResponse({"error": f"backend must be one of {', '.join(BACKENDS)}"}, status=400)
+    try:
+        filters = filters_from(request, fleet)
+        group = Group(request.GET["group"]) if request.GET.get("group") else None
+    except FilterError as exc:
+        return JsonResponse({"error": str(exc)}, status=400)
+    except ValueError:
+        return JsonResponse({"error": f"group must be one of {', '.join(Group)}"}, status=400)
     watch(fleet)
-    is_default = since == DEFAULT_RANGE and backend == default_backend() and not model and not end
-    if is_default and (cached := latest_overview(fleet)) is not None:
+    # The pushed overview holds every group's panels, so group pages share it too.
+    if filters.is_default and (cached := latest_overview(fleet)) is not None:
         return HttpResponse(cached, content_type="application/json")
     try:
-        span = parse_range(since, end, now=timezone.now())
+        span = parse_range(filters.since, filters.end, now=timezone.now())
     except RangeError as exc:
         return JsonResponse({"error": str(exc)}, status=400)
     # Viewers of the same non-default view share one computation per step.
     tick = int(span.end.timestamp() // span.step_seconds)
-    view = hashlib.sha256(repr((since, end, backend, model, tick)).encode()).hexdigest()
+    view = hashlib.sha256(repr((filters, group, tick)).encode()).hexdigest()
     key = f"fleetscope:view:{fleet.code.hex}:{view}"
     payload = cache.get(key)
     if payload is None:
         window = Window(span.start, span.end, span.step_seconds)
-        request_ = OverviewRequest(fleet, window, backend, model_name=model)
-        payload = overview_json(overview_compute(request_))
+        overview = OverviewRequest(
+            fleet,
+            window,
+            filters.backend,
+            model_name=filters.model,
+            instance=filters.instance,
+            group=group,
+        )
+        payload = overview_json(overview_compute(overview))
         cache.set(key, payload, timeout=int(span.step_seconds))
     return HttpResponse(payload, content_type="application/json")

@@ -14,6 +14,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from fleetscope.env import Env
+from fleetscope.layers import redis_channel_layers
 
 env = Env()
 
@@ -198,12 +199,7 @@ if _https:
 # --- Channels and Celery ---------------------------------------------------
 
 if REDIS_URL:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
-        }
-    }
+    CHANNEL_LAYERS = redis_channel_layers(REDIS_URL)
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 

@@ -73,6 +73,7 @@ CAPABILITIES: tuple[Capability, ...] = (
         "engine.spec_decode",
         "Speculative-decoding acceptance",
         ("spec_decode_draft_tokens", "spec_decode_accepted_tokens"),
+        ("spec_decode_drafts",),
     ),
     _panel("gpu.util", "GPU utilisation", ("gpu_util",), ("gpu_gr_engine_active",)),
     _panel("gpu.memory", "Framebuffer used", ("gpu_fb_used", "gpu_fb_free")),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from inventory.drift import EndpointSnapshot
 from inventory.models import Endpoint, Fleet, ScrapeRun, ScrapeStatus
@@ -13,17 +13,20 @@ def fleet_list() -> QuerySet[Fleet]:
 
 
 def endpoints_with_health(*, fleet: Fleet) -> QuerySet[Endpoint]:
-    """Endpoints of a fleet with their inventory and last scrape, in a single query."""
+    """Endpoints of a fleet with their inventory and last scrape, in a single query.
+
+    Each figure is a newest-first subquery on the (endpoint, -started_at) index, so
+    the cost does not grow with the retained scrape history (a MAX over the join
+    scanned every run: 0.4 s for 32 replicas after a few hours).
+    """
     latest = ScrapeRun.objects.filter(endpoint=OuterRef("pk")).order_by("-started_at")
+    succeeded = latest.filter(status=ScrapeStatus.SUCCEEDED)
     return (
         Endpoint.objects.filter(fleet=fleet)
         .select_related("inventory")
         .annotate(
-            last_run_at=Max("scrape_runs__started_at"),
-            last_success_at=Max(
-                "scrape_runs__started_at",
-                filter=Q(scrape_runs__status=ScrapeStatus.SUCCEEDED),
-            ),
+            last_run_at=Subquery(latest.values("started_at")[:1]),
+            last_success_at=Subquery(succeeded.values("started_at")[:1]),
             last_status=Subquery(latest.values("status")[:1]),
             last_error=Subquery(latest.values("error")[:1]),
             last_error_kind=Subquery(latest.values("error_kind")[:1]),

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
 
 from inventory.models import SampleFrame, SeriesSet
 from inventory.store_codec import Series, decode_layout, decode_values
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
+
+
+def micros(moment: datetime) -> int:
+    """Exact microseconds since the epoch (floats would blur the inclusive window edges)."""
+    return (moment - EPOCH) // MICROSECOND
 
 
 @dataclass(frozen=True)
@@ -37,8 +49,106 @@ def frames_in_window(
     for endpoint_id, at, series_set_id, blob in frames.iterator(chunk_size=500):
         layout = layouts.get(series_set_id)
         if layout is None:
-            series_blob = SeriesSet.objects.values_list("series_blob", flat=True).get(
-                pk=series_set_id
-            )
-            layout = layouts[series_set_id] = decode_layout(bytes(series_blob))
+            layout = layouts[series_set_id] = _layout(series_set_id)
         yield DecodedFrame(endpoint_id, at, layout, decode_values(blob))
+
+
+def _layout(series_set_id: int) -> list[Series]:
+    blob = SeriesSet.objects.values_list("series_blob", flat=True).get(pk=series_set_id)
+    return decode_layout(bytes(blob))
+
+
+# Decoded layouts by digest. A digest names one exact layout, so an entry can never go
+# stale (ids could: SQLite hands out a rolled-back id again); the live overview reads the
+# same few layouts every interval.
+_LAYOUTS_BY_DIGEST: OrderedDict[str, list[Series]] = OrderedDict()
+LAYOUT_CACHE_SIZE = 4096
+_LAYOUTS_LOCK = threading.Lock()
+
+
+def _layouts(endpoint_ids: Sequence[int]) -> dict[int, list[Series]]:
+    """Every layout of these endpoints by series-set id: two small queries, decoded once
+    per process."""
+    digests = dict(
+        SeriesSet.objects.filter(endpoint_id__in=endpoint_ids).values_list("id", "digest")
+    )
+    with _LAYOUTS_LOCK:
+        missing = {d for d in digests.values() if d not in _LAYOUTS_BY_DIGEST}
+    decoded = {}
+    if missing:
+        blobs = SeriesSet.objects.filter(
+            endpoint_id__in=endpoint_ids, digest__in=missing
+        ).values_list("digest", "series_blob")
+        decoded = {digest: decode_layout(bytes(blob)) for digest, blob in blobs}
+    found = {}
+    # Web threads and the scheduler share the cache: its bookkeeping happens under a lock.
+    with _LAYOUTS_LOCK:
+        _LAYOUTS_BY_DIGEST.update(decoded)
+        for series_set_id, digest in digests.items():
+            layout = _LAYOUTS_BY_DIGEST.get(digest) or decoded.get(digest)
+            if layout is not None:
+                _LAYOUTS_BY_DIGEST[digest] = layout
+                _LAYOUTS_BY_DIGEST.move_to_end(digest)
+                found[series_set_id] = layout
+        while len(_LAYOUTS_BY_DIGEST) > LAYOUT_CACHE_SIZE:
+            _LAYOUTS_BY_DIGEST.popitem(last=False)
+    return found
+
+
+@dataclass(frozen=True)
+class FrameBlock:
+    """The frames of one endpoint written with one series set: one row per frame.
+
+    Only the columns of wanted sample names are kept, so holding hours of a fleet
+    costs memory for the series a query reads, not for every series scraped.
+    """
+
+    endpoint_id: int
+    series: tuple[Series, ...]  # the kept layout entries, in column order
+    at_micros: np.ndarray  # int64, ascending
+    at: np.ndarray  # unix seconds as `datetime.timestamp()` gives them
+    values: np.ndarray  # float64, shape (frames, len(series))
+
+
+def frame_blocks(
+    *, endpoint_ids: Sequence[int], start: datetime, end: datetime, names: frozenset[str]
+) -> list[FrameBlock]:
+    """Frames with start <= at <= end in one query, each layout decoded once and each
+    values vector decompressed once (not at all when its layout holds none of `names`)."""
+    frames = (
+        SampleFrame.objects.filter(endpoint_id__in=endpoint_ids, at__gte=start, at__lte=end)
+        .order_by("endpoint_id", "at")  # the (endpoint, at) index order
+        .values_list("endpoint_id", "at", "series_set_id", "values_blob")
+    )
+    layouts = _layouts(endpoint_ids)
+    kept: dict[int, tuple[tuple[Series, ...], np.ndarray]] = {}
+    rows: dict[tuple[int, int], tuple[list[int], list[float], list[np.ndarray]]] = {}
+    for endpoint_id, at, series_set_id, blob in frames.iterator(chunk_size=500):
+        columns = kept.get(series_set_id)
+        if columns is None:
+            # A series set written after the layouts were read (a scrape cycle landed).
+            layout = layouts.get(series_set_id) or _layout(series_set_id)
+            wanted = [i for i, (name, _) in enumerate(layout) if name in names]
+            columns = kept[series_set_id] = (
+                tuple(layout[i] for i in wanted),
+                np.array(wanted, dtype=np.intp),
+            )
+        micro_list, times, vectors = rows.setdefault((endpoint_id, series_set_id), ([], [], []))
+        micro_list.append(micros(at))
+        times.append(at.timestamp())
+        if len(columns[1]):
+            vectors.append(np.frombuffer(decode_values(blob), dtype=np.float64)[columns[1]])
+    blocks = []
+    for (endpoint_id, series_set_id), (micro_list, times, vectors) in rows.items():
+        series, columns = kept[series_set_id]
+        values = np.vstack(vectors) if vectors else np.empty((len(times), 0))
+        blocks.append(
+            FrameBlock(
+                endpoint_id,
+                series,
+                np.array(micro_list, dtype=np.int64),
+                np.array(times, dtype=np.float64),
+                values,
+            )
+        )
+    return blocks

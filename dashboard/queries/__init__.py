@@ -8,7 +8,7 @@ result = run_query(Quantile("ttft", 0.95, by=("model_name",)),
 from __future__ import annotations
 
 from dashboard.queries.result import QueryResult, ResultSeries
-from dashboard.queries.run import run_queries, run_query
+from dashboard.queries.run import Backend, run_queries, run_query
 from dashboard.queries.spec import (
     FractionBelow,
     Gauge,
@@ -23,6 +23,7 @@ from dashboard.queries.spec import (
 )
 
 __all__ = [
+    "Backend",
     "FractionBelow",
     "Gauge",
     "Increase",

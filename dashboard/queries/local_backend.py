@@ -9,19 +9,21 @@ series present is absent (NaN), never 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
 from dashboard.queries.local_math import (
     LOOKBACK_SECONDS,
-    bucket_quantile,
+    bucket_quantiles,
     counter_deltas,
+    counter_deltas_rows,
     instant_values,
     parse_le,
 )
-from dashboard.queries.local_series import LabelSet, RawSeries, StoreRead, store_read
+from dashboard.queries.local_series import LabelSet, RawSeries, ReadNeed, StoreRead, StoreWindow
 from dashboard.queries.plan import Plan, ResolvedKey
 from dashboard.queries.promql import bracket, bracket_warning
 from dashboard.queries.result import QueryResult, ResultSeries, unavailable
@@ -37,6 +39,7 @@ from dashboard.queries.spec import (
 )
 
 Vectors = dict[LabelSet, np.ndarray]
+T = TypeVar("T")
 _PANDAS_AGG = {"avg": "mean", "max": "max", "min": "min"}
 
 
@@ -60,7 +63,9 @@ def aggregate(
     grouped = frame.T.groupby(np.array([ids[key] for key in keys]))
     # min_count=1: a group with no series present stays absent (NaN), never 0.
     table = grouped.sum(min_count=1) if agg == "sum" else getattr(grouped, _PANDAS_AGG[agg])()
-    return {key: table.loc[i].to_numpy(dtype=float) for key, i in ids.items()}
+    # Group ids are 0..n-1 and groupby sorts them, so row i of the table is group i.
+    rows = table.to_numpy(dtype=float)
+    return {key: rows[i] for key, i in ids.items()}
 
 
 def divide(numerator: Vectors, denominator: Vectors) -> Vectors:
@@ -69,24 +74,89 @@ def divide(numerator: Vectors, denominator: Vectors) -> Vectors:
         return {k: numerator[k] / denominator[k] for k in numerator if k in denominator}
 
 
+def _rate_suffix(resolved: ResolvedKey, spec: Rate) -> str:
+    if resolved.type != "histogram":
+        return ""
+    return "_bucket" if "le" in spec.by else "_count"
+
+
+def _suffixes(spec: Spec, resolved: ResolvedKey) -> tuple[str, ...]:
+    """The samples of `resolved` a (non-Ratio) spec reads. Histogram maths also reads
+    `_count` and `_bucket` to check one against the other (see check_counts)."""
+    if isinstance(spec, Rate):
+        return (_rate_suffix(resolved, spec),)
+    if isinstance(spec, Quantile | FractionBelow):
+        return ("_bucket", "_count")
+    if isinstance(spec, Mean):
+        return ("_sum", "_count", "_bucket")
+    return ("",)
+
+
+def _reach(spec: Spec) -> float:
+    """How far before each step a spec looks: its range, or the gauge lookback."""
+    return LOOKBACK_SECONDS if isinstance(spec, Gauge) else spec.window_seconds
+
+
+def _need(plan: Plan, resolved: ResolvedKey, names: set[str], reach: float) -> ReadNeed:
+    start, end = plan.window.widened_by(reach)
+    endpoints = dict(zip(resolved.endpoint_ids, resolved.instances, strict=True))
+    return ReadNeed(endpoints, frozenset(names), start, end)
+
+
+def store_needs(plan: Plan) -> list[ReadNeed]:
+    """Every store read evaluating `plan` makes, so one StoreWindow can serve many plans."""
+    needs = []
+    pending: list[Spec] = [plan.spec]
+    while pending:
+        spec = pending.pop()
+        if isinstance(spec, Ratio):
+            pending += [spec.numerator, spec.denominator]
+            continue
+        resolved = plan.keys[spec.key]
+        names = {resolved.name + suffix for suffix in _suffixes(spec, resolved)}
+        needs.append(_need(plan, resolved, names, _reach(spec)))
+    return needs
+
+
 class _Evaluator:
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, store: StoreWindow | None) -> None:
         self.plan = plan
+        self.store = store
         self.steps = np.array(plan.window.timestamps())
         self.warnings: list[str] = []
         self.failed: dict[str, int] = {}
 
+    def cached(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()` once per shared store window: p50, p90 and p99 of one histogram read,
+        check and differentiate the same buckets. Warnings and refusals replay on a hit."""
+        assert self.store is not None
+        memo = self.store.memo
+        if key not in memo:
+            before = len(self.warnings)
+            try:
+                memo[key] = (compute(), self.warnings[before:])
+            except BadHistogram as exc:
+                memo[key] = (exc, self.warnings[before:])
+                raise
+            return memo[key][0]
+        value, warnings = memo[key]
+        self.warnings.extend(warnings)
+        if isinstance(value, BadHistogram):
+            raise value
+        return value
+
     def read(self, resolved: ResolvedKey, names: set[str], spec: Spec, reach: float) -> StoreRead:
         """Samples of `names` reaching `reach` seconds before the window (range or lookback)."""
-        start, end = self.plan.window.widened_by(reach)
-        endpoints = dict(zip(resolved.endpoint_ids, resolved.instances, strict=True))
-        read = store_read(
-            endpoints=endpoints,
-            names=frozenset(names),
-            start=start,
-            end=end,
-            model_name=self.plan.model_name,
-            match=getattr(spec, "match", ()),
+        need = _need(self.plan, resolved, names, reach)
+        if self.store is None:
+            self.store = StoreWindow.covering(store_needs(self.plan))
+        store = self.store
+        assert store is not None  # a plan always reads something
+        match = getattr(spec, "match", ())
+        key = ("read", tuple(need.endpoints.items()), need.names, need.start, need.end,
+               self.plan.model_name, match)  # fmt: skip
+        read = self.cached(
+            key, lambda: store.read(need, model_name=self.plan.model_name, match=match)
         )
         for instance, count in read.failed_scrapes.items():
             self.failed[instance] = max(self.failed.get(instance, 0), count)
@@ -94,18 +164,50 @@ class _Evaluator:
 
     def deltas(self, series: Sequence[RawSeries], spec: Rate | Quantile | Mean | FractionBelow,
                *, is_rate: bool = True) -> list[tuple[Mapping[str, str], np.ndarray]]:  # fmt: skip
-        found = []
-        for raw in series:
+        assert self.store is not None
+        memo = self.store.memo
+        # Series come from cached reads, which the memo keeps alive: their ids are stable.
+        keys = [
+            ("deltas", id(raw), spec.window_seconds, is_rate, self.plan.window) for raw in series
+        ]
+        # Series sampled at the same times (one endpoint's buckets) go through in one pass.
+        batches: dict[tuple[int, float, float], list[tuple[np.ndarray, list[int]]]] = {}
+        for i, raw in enumerate(series):
+            if keys[i] in memo:
+                continue
             finite = np.isfinite(raw.values)
             if not finite.all():
-                self.warnings.append(
+                warning = (
                     f"{raw.name} on {raw.labels.get('instance')}: non-finite counter samples "
                     "left out"
                 )
-            values = counter_deltas(
-                raw.times[finite], raw.values[finite], self.steps, spec.window_seconds,
-                is_rate=is_rate,
-            )  # fmt: skip
+                values = counter_deltas(
+                    raw.times[finite], raw.values[finite], self.steps, spec.window_seconds,
+                    is_rate=is_rate,
+                )  # fmt: skip
+                memo[keys[i]] = (values, warning)
+                continue
+            shape = (len(raw.times), *raw.times[:1], *raw.times[-1:])
+            same = batches.setdefault(shape, [])  # type: ignore[arg-type]
+            for times, members in same:
+                if np.array_equal(times, raw.times):
+                    members.append(i)
+                    break
+            else:
+                same.append((raw.times, [i]))
+        for same in batches.values():
+            for times, members in same:
+                matrix = np.vstack([series[i].values for i in members])
+                rows = counter_deltas_rows(
+                    times, matrix, self.steps, spec.window_seconds, is_rate=is_rate
+                )
+                for i, row in zip(members, rows, strict=True):
+                    memo[keys[i]] = (row, None)
+        found = []
+        for raw, key in zip(series, keys, strict=True):
+            values, warning = memo[key]
+            if warning is not None:
+                self.warnings.append(warning)
             found.append((raw.labels, values))
         return found
 
@@ -118,17 +220,16 @@ class _Evaluator:
         if isinstance(spec, Ratio):
             return divide(self.evaluate(spec.numerator), self.evaluate(spec.denominator))
         if isinstance(spec, Rate):
-            suffix = ""
-            if self.plan.keys[spec.key].type == "histogram":
-                suffix = "_bucket" if "le" in spec.by else "_count"
-            series = self.ranged(spec, suffix)
+            series = self.ranged(spec, _rate_suffix(self.plan.keys[spec.key], spec))
             is_rate = not isinstance(spec, Increase)
             return aggregate(self.deltas(series, spec, is_rate=is_rate), spec.by)
         if isinstance(spec, Quantile):
             return self.quantile(spec)
         if isinstance(spec, Mean):
+            counts = self.ranged(spec, "_count")
+            check_counts(self.ranged(spec, "_bucket"), counts, self.plan.keys[spec.key].name)
             total = aggregate(self.deltas(self.ranged(spec, "_sum"), spec), spec.by)
-            return divide(total, aggregate(self.deltas(self.ranged(spec, "_count"), spec), spec.by))
+            return divide(total, aggregate(self.deltas(counts, spec), spec.by))
         if isinstance(spec, FractionBelow):
             return self.fraction(spec)
         if isinstance(spec, Gauge):
@@ -141,14 +242,30 @@ class _Evaluator:
             return aggregate(items, spec.by, spec.agg)
         raise TypeError(f"not a query spec: {type(spec).__name__}")
 
+    def histogram_key(self, spec: Quantile | FractionBelow | Mean) -> tuple[Any, ...]:
+        resolved = self.plan.keys[spec.key]
+        return (resolved.name, resolved.endpoint_ids, spec.window_seconds, spec.match,
+                self.plan.model_name, self.plan.window)  # fmt: skip
+
     def buckets(self, spec: Quantile | FractionBelow) -> list[RawSeries]:
         series = self.ranged(spec, "_bucket")
-        check_histograms(series, self.plan.keys[spec.key].name)
-        return series
+        counts = self.ranged(spec, "_count")
+        name = self.plan.keys[spec.key].name
+
+        def checked() -> list[RawSeries]:
+            check_histograms(series, name)
+            check_counts(series, counts, name)
+            return series
+
+        return self.cached(("checked", *self.histogram_key(spec)), checked)
 
     def quantile(self, spec: Quantile) -> Vectors:
         series = self.buckets(spec)
-        per_le = aggregate(self.deltas(series, spec), (*spec.by, "le"))
+        by = (*spec.by, "le")
+        per_le = self.cached(
+            ("per_le", by, *self.histogram_key(spec)),
+            lambda: aggregate(self.deltas(series, spec), by),
+        )
         groups: dict[LabelSet, list[tuple[float, np.ndarray]]] = {}
         for key, values in per_le.items():
             labels = dict(key)
@@ -158,7 +275,7 @@ class _Evaluator:
         for key, buckets in groups.items():
             edges = [edge for edge, _ in buckets]
             matrix = np.column_stack([values for _, values in buckets])
-            result[key] = np.array([bucket_quantile(spec.q, edges, row) for row in matrix])
+            result[key] = bucket_quantiles(spec.q, edges, matrix)
         return result
 
     def fraction_at(self, spec: FractionBelow, edge: float, series: list[RawSeries]) -> Vectors:
@@ -184,33 +301,87 @@ class _Evaluator:
 
 def check_histograms(series: Sequence[RawSeries], name: str) -> None:
     """Refuse buckets without `+Inf`, or whose cumulative counts fall as `le` grows."""
-    histograms: dict[LabelSet, dict[float, pd.Series]] = {}
+    histograms: dict[LabelSet, dict[float, RawSeries]] = {}
     for raw in series:
-        labels = {k: v for k, v in raw.labels.items() if k != "le"}
         edge = parse_le(raw.labels.get("le", "nan"))
-        histograms.setdefault(tuple(sorted(labels.items())), {})[edge] = pd.Series(
-            raw.values, index=raw.times
-        )
+        histograms.setdefault(_histogram_key(raw.labels), {})[edge] = raw
     for key, buckets in histograms.items():
         where = ", ".join(f"{k}={v}" for k, v in key)
         if math.inf not in buckets:
             raise BadHistogram(f"{name}{{{where}}} has no +Inf bucket")
-        table = pd.DataFrame(buckets).sort_index(axis=1).dropna()
-        falling = (table.diff(axis=1).iloc[:, 1:] < 0).any()
-        if falling.any():
-            edge = falling[falling].index[0]
-            raise BadHistogram(f"{name}{{{where}}} has decreasing buckets at le={edge:g}")
+        edges = sorted(buckets)
+        times = buckets[edges[0]].times
+        if (
+            all(np.array_equal(buckets[e].times, times) for e in edges)
+            and (np.diff(times) > 0).all()
+        ):
+            # The usual case, every bucket scraped together: one matrix, no pandas.
+            table = np.column_stack([buckets[e].values for e in edges])
+            table = table[~np.isnan(table).any(axis=1)]
+            falling = (np.diff(table, axis=1) < 0).any(axis=0)
+            falling_edges = [edges[i + 1] for i in np.flatnonzero(falling)]
+        else:
+            frame = pd.DataFrame(
+                {e: pd.Series(buckets[e].values, index=buckets[e].times) for e in edges}
+            ).dropna()
+            falling_series = (frame.diff(axis=1).iloc[:, 1:] < 0).any()
+            falling_edges = list(falling_series[falling_series].index)
+        if falling_edges:
+            raise BadHistogram(
+                f"{name}{{{where}}} has decreasing buckets at le={falling_edges[0]:g}"
+            )
 
 
-def run_local(plan: Plan) -> QueryResult:
-    evaluator = _Evaluator(plan)
+# `_count` and the `+Inf` bucket are the same number; allow only float summation noise.
+COUNT_RELATIVE_TOLERANCE = 1e-9
+
+
+def _histogram_key(labels: Mapping[str, str]) -> LabelSet:
+    return tuple(sorted((k, v) for k, v in labels.items() if k != "le"))
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.10g}"
+
+
+def check_counts(buckets: Sequence[RawSeries], counts: Sequence[RawSeries], name: str) -> None:
+    """Refuse a histogram whose `_count` differs from its `+Inf` bucket at a sample time:
+    the exporter is broken, and quantiles, fractions and means would all be wrong."""
+    infinite = {}
+    for raw in buckets:
+        if parse_le(raw.labels.get("le", "nan")) == math.inf:
+            infinite.setdefault(_histogram_key(raw.labels), raw)
+    for raw in counts:
+        key = _histogram_key(raw.labels)
+        bucket = infinite.get(key)
+        if bucket is None:
+            continue  # no +Inf to compare with: check_histograms says so where it matters
+        _, mine, theirs = np.intersect1d(raw.times, bucket.times, return_indices=True)
+        count, inf = raw.values[mine], bucket.values[theirs]
+        with np.errstate(invalid="ignore"):
+            differs = np.abs(count - inf) > COUNT_RELATIVE_TOLERANCE * np.maximum(
+                1.0, np.maximum(np.abs(count), np.abs(inf))
+            )
+        if differs.any():
+            first = int(np.argmax(differs))
+            where = ", ".join(f"{k}={v}" for k, v in key)
+            raise BadHistogram(
+                f"{name}{{{where}}} has _count {_number(count[first])} "
+                f"but +Inf bucket {_number(inf[first])}"
+            )
+
+
+def run_local(plan: Plan, store: StoreWindow | None = None) -> QueryResult:
+    """Evaluate `plan` over the embedded store; `store` is a window shared with other plans
+    of the same page (it must cover `store_needs(plan)`), or None to read for this one."""
+    evaluator = _Evaluator(plan, store)
     try:
         vectors = evaluator.evaluate(plan.spec)
     except BadHistogram as exc:
         return unavailable("bad-histogram", f"percentile unavailable: {exc}", plan.resolved_name)
     grid = tuple(float(t) for t in evaluator.steps)
     series = tuple(
-        ResultSeries(dict(key), grid, tuple(float(v) for v in values))
+        ResultSeries.from_array(dict(key), grid, values)
         for key, values in sorted(vectors.items())
         if np.isfinite(values).any()
     )

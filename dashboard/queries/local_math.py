@@ -32,7 +32,25 @@ def counter_deltas(
     A drop between consecutive samples is a counter reset: the increase counts
     the new value from zero (1000 -> 5 adds 5, never -995).
     """
-    out = np.full(len(steps), np.nan)
+    rows = counter_deltas_rows(
+        times, values[np.newaxis, :], steps, range_seconds, is_counter=is_counter,
+        is_rate=is_rate,
+    )  # fmt: skip
+    return rows[0]
+
+
+def counter_deltas_rows(
+    times: np.ndarray,
+    values: np.ndarray,
+    steps: np.ndarray,
+    range_seconds: float,
+    *,
+    is_counter: bool = True,
+    is_rate: bool = True,
+) -> np.ndarray:
+    """`counter_deltas` of many series sampled at the same `times` (one per row of
+    `values`) in one pass: the buckets of one histogram on one endpoint, say."""
+    out = np.full((values.shape[0], len(steps)), np.nan)
     if len(times) < 2:
         return out
     lo = np.searchsorted(times, steps - range_seconds, side="left")
@@ -41,12 +59,12 @@ def counter_deltas(
     if not ok.any():
         return out
     # Prefix sums of "value before each reset", so any window's correction is a difference.
-    previous, current = values[:-1], values[1:]
-    bumps = np.where(current < previous, previous, 0.0) if is_counter else np.zeros(len(current))
-    corrections = np.concatenate(([0.0], np.cumsum(bumps)))
+    previous, current = values[:, :-1], values[:, 1:]
+    bumps = np.where(current < previous, previous, 0.0) if is_counter else np.zeros(current.shape)
+    corrections = np.concatenate((np.zeros((values.shape[0], 1)), np.cumsum(bumps, axis=1)), 1)
     first, last = lo[ok], hi[ok]
-    first_value, last_value = values[first], values[last]
-    result = last_value - first_value + corrections[last] - corrections[first]
+    first_value, last_value = values[:, first], values[:, last]
+    result = last_value - first_value + corrections[:, last] - corrections[:, first]
     range_end = steps[ok]
     to_start = times[first] - (range_end - range_seconds)
     to_end = range_end - times[last]
@@ -67,7 +85,7 @@ def counter_deltas(
         result = result * (interval / sampled)
     if is_rate:
         result = result / range_seconds
-    out[ok] = result
+    out[:, ok] = result
     return out
 
 
@@ -130,6 +148,41 @@ def bucket_quantile(q: float, edges: Sequence[float], counts: Sequence[float]) -
         count -= cumulative[index - 1]
         rank -= cumulative[index - 1]
     return start + (end - start) * (rank / count)
+
+
+def bucket_quantiles(q: float, edges: Sequence[float], counts: np.ndarray) -> np.ndarray:
+    """`bucket_quantile` of each row of `counts` (steps x edges), the same numbers in one
+    numpy pass; rows with a missing or non-finite count take the one-row path."""
+    out = np.full(counts.shape[0], np.nan)
+    finite = np.isfinite(counts).all(axis=1)
+    if not 0 < q <= 1 or not finite.any() or any(math.isnan(edge) for edge in edges):
+        return np.array([bucket_quantile(q, edges, row) for row in counts])
+    for i in np.flatnonzero(~finite):
+        out[i] = bucket_quantile(q, edges, counts[i])
+    bounds = sorted(set(edges))
+    if len(bounds) < 2 or bounds[-1] != math.inf:
+        return out
+    rows = counts[finite]
+    # "1" and "1.0" are one bucket: add them up, in the order bucket_quantile does.
+    merged = np.zeros((rows.shape[0], len(bounds)))
+    column = {bound: i for i, bound in enumerate(bounds)}
+    for j, edge in enumerate(edges):
+        merged[:, column[edge]] += rows[:, j]
+    cumulative = np.maximum.accumulate(merged, axis=1)
+    observations = cumulative[:, -1]
+    rank = q * observations
+    index = np.argmax(cumulative >= rank[:, np.newaxis], axis=1)
+    upper = np.array(bounds)[index]
+    lower = np.where(index > 0, np.array([0.0, *bounds])[index], 0.0)
+    below = np.where(index > 0, cumulative[np.arange(len(index)), np.maximum(index - 1, 0)], 0.0)
+    count = cumulative[np.arange(len(index)), index] - below
+    with np.errstate(divide="ignore", invalid="ignore"):
+        found = lower + (upper - lower) * ((rank - below) / count)
+    found = np.where(index == len(bounds) - 1, bounds[-2], found)
+    found = np.where((index == 0) & (bounds[0] <= 0), bounds[0], found)
+    found = np.where(observations == 0, np.nan, found)
+    out[finite] = found
+    return out
 
 
 def parse_le(text: str) -> float:

@@ -7,18 +7,24 @@ scrape and every failed one. Prometheus writes a stale marker when a series
 is missing from a scrape or the scrape fails; an event without the series
 plays that part here, so a replica that stopped answering drops out at once
 instead of lingering for the 5-minute lookback (and never turns into a zero).
+
+Reads go through a `StoreWindow`: the frames of some endpoints, sample names
+and time span, fetched in one query and decoded once. `run_queries` builds one
+window covering every plan of a page, so forty specs over the same replicas
+decode each stored frame once rather than forty times.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
 from inventory.models import ScrapeRun, ScrapeStatus
-from inventory.store import frames_in_window
+from inventory.store import FrameBlock, frame_blocks, micros
 
 LabelSet = tuple[tuple[str, str], ...]
 
@@ -38,17 +44,187 @@ class StoreRead:
     failed_scrapes: Mapping[str, int]  # instance -> failed scrapes in the window
 
 
+@dataclass(frozen=True)
+class ReadNeed:
+    """What one evaluation step reads: these names on these endpoints, start <= t <= end."""
+
+    endpoints: Mapping[int, str]  # endpoint id -> instance
+    names: frozenset[str]
+    start: datetime
+    end: datetime
+
+
 def _label_filter(
     model_name: str | None, match: Sequence[tuple[str, str]]
-) -> Callable[[Mapping[str, str]], bool]:
+) -> Callable[[Mapping[str, str]], bool] | None:
+    """A predicate on a series' labels, or None when every series is kept (the common
+    case, which then costs nothing per column)."""
     wanted = dict(match)
     if model_name is not None:
         wanted["model_name"] = model_name
+    if not wanted:
+        return None
 
     def keep(labels: Mapping[str, str]) -> bool:
         return all(labels.get(k) == v for k, v in wanted.items())
 
     return keep
+
+
+@dataclass(frozen=True)
+class _Column:
+    index: int
+    labels: Mapping[str, str]  # as stored, without `instance`
+    key: LabelSet  # sorted, with `instance`
+
+
+class _Block:
+    """A FrameBlock with its columns indexed by sample name, label keys built once."""
+
+    def __init__(self, block: FrameBlock, instance: str) -> None:
+        self.at_micros = block.at_micros
+        self.at = block.at
+        self.values = block.values
+        self.by_name: dict[str, list[_Column]] = {}
+        for index, (name, labels) in enumerate(block.series):
+            pairs = (
+                {**labels, "instance": instance}.items()
+                if "instance" in labels
+                else (*labels.items(), ("instance", instance))
+            )
+            self.by_name.setdefault(name, []).append(_Column(index, labels, tuple(sorted(pairs))))
+
+
+def _span(micro: np.ndarray, start: int, end: int) -> slice:
+    return slice(
+        int(np.searchsorted(micro, start, side="left")),
+        int(np.searchsorted(micro, end, side="right")),
+    )
+
+
+class StoreWindow:
+    """The store's frames and failed scrapes for some endpoints, names and span, read once."""
+
+    def __init__(
+        self, *, endpoints: Mapping[int, str], names: frozenset[str], start: datetime,
+        end: datetime,
+    ) -> None:  # fmt: skip
+        self.endpoints = dict(endpoints)
+        self.names = names
+        self.start, self.end = start, end
+        # What evaluators derived from this window (reads, checks, rates), for the next plan.
+        self.memo: dict[Hashable, Any] = {}
+        ids = list(self.endpoints)
+        self._blocks: dict[int, list[_Block]] = {endpoint_id: [] for endpoint_id in ids}
+        event_micros: dict[int, list[np.ndarray]] = {endpoint_id: [] for endpoint_id in ids}
+        event_times: dict[int, list[np.ndarray]] = {endpoint_id: [] for endpoint_id in ids}
+        for block in frame_blocks(endpoint_ids=ids, start=start, end=end, names=names):
+            self._blocks[block.endpoint_id].append(_Block(block, self.endpoints[block.endpoint_id]))
+            event_micros[block.endpoint_id].append(block.at_micros)
+            event_times[block.endpoint_id].append(block.at)
+        failed = ScrapeRun.objects.filter(
+            endpoint_id__in=ids,
+            status=ScrapeStatus.FAILED,
+            started_at__gte=start,
+            started_at__lte=end,
+        ).values_list("endpoint_id", "started_at")
+        failed_micros: dict[int, list[int]] = {endpoint_id: [] for endpoint_id in ids}
+        for endpoint_id, started_at in failed:
+            failed_micros[endpoint_id].append(micros(started_at))
+            event_micros[endpoint_id].append(np.array([micros(started_at)], dtype=np.int64))
+            event_times[endpoint_id].append(np.array([started_at.timestamp()]))
+        self._failed = {k: np.sort(np.array(v, dtype=np.int64)) for k, v in failed_micros.items()}
+        # Every stored or failed scrape of an endpoint, in time order: its stale markers.
+        self._events: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for endpoint_id in ids:
+            micro = np.concatenate([np.empty(0, np.int64), *event_micros[endpoint_id]])
+            times = np.concatenate([np.empty(0), *event_times[endpoint_id]])
+            order = np.argsort(micro, kind="stable")
+            self._events[endpoint_id] = (micro[order], times[order])
+
+    @classmethod
+    def covering(cls, needs: Iterable[ReadNeed]) -> StoreWindow | None:
+        """One window holding everything `needs` ask for (the union of endpoints and names,
+        the widest span); None when there is nothing to read."""
+        needs = list(needs)
+        if not needs:
+            return None
+        endpoints: dict[int, str] = {}
+        for need in needs:
+            endpoints.update(need.endpoints)
+        return cls(
+            endpoints=endpoints,
+            names=frozenset().union(*(need.names for need in needs)),
+            start=min(need.start for need in needs),
+            end=max(need.end for need in needs),
+        )
+
+    def covers(self, need: ReadNeed) -> bool:
+        return (
+            self.start <= need.start
+            and need.end <= self.end
+            and need.names <= self.names
+            and all(self.endpoints.get(k) == v for k, v in need.endpoints.items())
+        )
+
+    def read(
+        self, need: ReadNeed, *, model_name: str | None = None,
+        match: Sequence[tuple[str, str]] = (),
+    ) -> StoreRead:  # fmt: skip
+        """Every series named in `need` on its endpoints within its span, as if read alone."""
+        if not self.covers(need):
+            # Only a caller that planned its reads wrongly gets here: answer correctly anyway.
+            return StoreWindow(
+                endpoints=need.endpoints, names=need.names, start=need.start, end=need.end
+            ).read(need, model_name=model_name, match=match)
+        keep = _label_filter(model_name, match)
+        start, end = micros(need.start), micros(need.end)
+        # (name, labels) -> pieces of (endpoint id, micros, times, values), one per block.
+        pieces: dict[tuple[str, LabelSet], list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]]
+        pieces = {}
+        for endpoint_id in need.endpoints:
+            for block in self._blocks[endpoint_id]:
+                rows = _span(block.at_micros, start, end)
+                if rows.start == rows.stop:
+                    continue
+                for name in need.names:
+                    for column in block.by_name.get(name, ()):
+                        if keep is None or keep(column.labels):
+                            pieces.setdefault((name, column.key), []).append(
+                                (endpoint_id, block.at_micros[rows], block.at[rows],
+                                 block.values[rows, column.index])
+                            )  # fmt: skip
+        series = tuple(
+            self._series(name, labels, pieces[(name, labels)], start, end)
+            for name, labels in sorted(pieces)
+        )
+        failed: dict[str, int] = {}
+        for endpoint_id, instance in need.endpoints.items():
+            rows = _span(self._failed[endpoint_id], start, end)
+            if count := rows.stop - rows.start:
+                failed[instance] = failed.get(instance, 0) + count
+        return StoreRead(series, failed)
+
+    def _series(
+        self, name: str, labels: LabelSet,
+        found: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]], start: int, end: int,
+    ) -> RawSeries:  # fmt: skip
+        if len(found) == 1:  # the usual case: one endpoint, one layout, already in order
+            owner, _, times, values = found[0]
+            event_micro, event_times = self._events[owner]
+            events = event_times[_span(event_micro, start, end)]
+            return RawSeries(name, dict(labels), times.copy(), values.copy(), events)
+        owners = np.concatenate([np.full(len(m), e, dtype=np.int64) for e, m, _, _ in found])
+        micro = np.concatenate([m for _, m, _, _ in found])
+        times = np.concatenate([t for _, _, t, _ in found])
+        values = np.concatenate([v for _, _, _, v in found]).astype(np.float64)
+        # Scrape time first, then endpoint: one series spread over endpoints or layouts
+        # reads in the order the scrapes happened.
+        order = np.lexsort((owners, micro))
+        owner = int(owners[order[0]])
+        event_micro, event_times = self._events[owner]
+        events = event_times[_span(event_micro, start, end)]
+        return RawSeries(name, dict(labels), times[order], values[order], events)
 
 
 def store_read(
@@ -61,46 +237,6 @@ def store_read(
     match: Sequence[tuple[str, str]] = (),
 ) -> StoreRead:
     """Every series named in `names` on `endpoints` (id -> instance) between start and end."""
-    keep = _label_filter(model_name, match)
-    # Per decoded layout (frames of one series set share the object): positions we want.
-    picks: dict[int, list[tuple[int, str, LabelSet]]] = {}
-    samples: dict[tuple[str, LabelSet], tuple[int, list[float], list[float]]] = {}
-    events: dict[int, list[float]] = {endpoint_id: [] for endpoint_id in endpoints}
-    for frame in frames_in_window(endpoint_ids=list(endpoints), start=start, end=end):
-        at = frame.at.timestamp()
-        events[frame.endpoint_id].append(at)
-        layout_picks = picks.get(id(frame.layout))
-        if layout_picks is None:
-            instance = endpoints[frame.endpoint_id]
-            layout_picks = picks[id(frame.layout)] = [
-                (i, name, tuple(sorted({**labels, "instance": instance}.items())))
-                for i, (name, labels) in enumerate(frame.layout)
-                if name in names and keep(labels)
-            ]
-        for index, name, labels in layout_picks:
-            _, times, values = samples.setdefault((name, labels), (frame.endpoint_id, [], []))
-            times.append(at)
-            values.append(frame.values[index])
-    failed = ScrapeRun.objects.filter(
-        endpoint_id__in=list(endpoints),
-        status=ScrapeStatus.FAILED,
-        started_at__gte=start,
-        started_at__lte=end,
-    ).values_list("endpoint_id", "started_at")
-    failed_count: dict[str, int] = {}
-    for endpoint_id, started_at in failed:
-        events[endpoint_id].append(started_at.timestamp())
-        instance = endpoints[endpoint_id]
-        failed_count[instance] = failed_count.get(instance, 0) + 1
-    event_arrays = {k: np.array(sorted(v), dtype=float) for k, v in events.items()}
-    series = tuple(
-        RawSeries(
-            name,
-            dict(labels),
-            np.array(times, dtype=float),
-            np.array(values, dtype=float),
-            event_arrays[endpoint_id],
-        )
-        for (name, labels), (endpoint_id, times, values) in sorted(samples.items())
-    )
-    return StoreRead(series, failed_count)
+    need = ReadNeed(endpoints, names, start, end)
+    window = StoreWindow(endpoints=endpoints, names=names, start=start, end=end)
+    return window.read(need, model_name=model_name, match=match)

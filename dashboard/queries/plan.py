@@ -59,7 +59,7 @@ class Plan:
         return "; ".join(dict.fromkeys(k.message for k in self.keys.values() if k.fallback))
 
 
-def _scoped_inventories(scope: Scope) -> list[tuple[Endpoint, EndpointInventory]]:
+def scoped_inventories(scope: Scope) -> list[tuple[Endpoint, EndpointInventory]]:
     endpoints = Endpoint.objects.enabled().filter(fleet=scope.fleet).select_related("inventory")
     wanted = None if scope.instances is None else set(scope.instances)
     found = []
@@ -114,9 +114,20 @@ def _resolve_key(
     )
 
 
-def plan_query(spec: Spec, *, scope: Scope, window: Window) -> Plan | QueryResult:
-    """Resolve every key of `spec` on `scope`; the first unavailable key decides the result."""
-    inventories = _scoped_inventories(scope)
+def plan_query(
+    spec: Spec,
+    *,
+    scope: Scope,
+    window: Window,
+    inventories: list[tuple[Endpoint, EndpointInventory]] | None = None,
+) -> Plan | QueryResult:
+    """Resolve every key of `spec` on `scope`; the first unavailable key decides the result.
+
+    Pass `inventories` (`scoped_inventories(scope)`) when planning many specs at once:
+    decoding every endpoint's inventory once per spec costs more than evaluating them.
+    """
+    if inventories is None:
+        inventories = scoped_inventories(scope)
     bounded = window.bounded()
     warnings: list[str] = []
     if bounded is not window:

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 Status = Literal["ok", "partial", "unavailable", "error"]
 
 
@@ -44,6 +46,23 @@ class ResultSeries:
         """Spread sparse (timestamp -> value) points over `grid`, gaps as None."""
         stamps = tuple(grid)
         return cls(labels, stamps, tuple(points.get(t) for t in stamps))
+
+    @classmethod
+    def from_array(
+        cls, labels: Mapping[str, str], grid: tuple[float, ...], values: np.ndarray
+    ) -> ResultSeries:
+        """From a float array on `grid` (NaN or infinite = gap), cleaned in one numpy pass:
+        the per-value check of the constructor dominated an overview's conversion time."""
+        array = np.asarray(values, dtype=float)
+        if array.shape != (len(grid),):
+            raise ValueError("ResultSeries: timestamps and values differ in length")
+        cleaned = array.astype(object)
+        cleaned[~np.isfinite(array)] = None
+        series = object.__new__(cls)
+        object.__setattr__(series, "labels", dict(labels))
+        object.__setattr__(series, "timestamps", grid)
+        object.__setattr__(series, "values", tuple(cleaned.tolist()))
+        return series
 
     @property
     def present(self) -> list[float]:

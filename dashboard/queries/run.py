@@ -8,8 +8,10 @@ from typing import Literal
 
 from django.conf import settings
 
-from dashboard.queries.local_backend import run_local
-from dashboard.queries.plan import Plan, plan_query
+from dashboard.queries.buckets import common_edges_only
+from dashboard.queries.local_backend import run_local, store_needs
+from dashboard.queries.local_series import StoreWindow
+from dashboard.queries.plan import Plan, plan_query, scoped_inventories
 from dashboard.queries.prometheus_backend import run_prometheus
 from dashboard.queries.result import QueryResult, failed
 from dashboard.queries.spec import Scope, Spec, Window
@@ -19,16 +21,17 @@ Backend = Literal["local", "prometheus"]
 MAX_PARALLEL_QUERIES = 8
 
 
-def _execute(plan: Plan, backend: Backend) -> QueryResult:
+def _execute(plan: Plan, backend: Backend, store: StoreWindow | None = None) -> QueryResult:
     if backend == "local":
-        return run_local(plan)
+        return common_edges_only(plan, run_local(plan, store))
     if not settings.PROMETHEUS_URL:
         return failed("no-prometheus", "PROMETHEUS_URL is not set", plan.resolved_name)
-    return run_prometheus(
+    result = run_prometheus(
         plan,
         base_url=settings.PROMETHEUS_URL,
         timeout_seconds=settings.PROMETHEUS_TIMEOUT_SECONDS,
     )
+    return common_edges_only(plan, result)
 
 
 def run_query(spec: Spec, *, scope: Scope, window: Window, backend: Backend) -> QueryResult:
@@ -47,12 +50,21 @@ def run_queries(
 
     Planning reads the database, so it happens here, on the caller's thread; the
     worker threads only do HTTP. The local backend reads the database while it
-    evaluates, so it stays on this thread (and inside the caller's transaction).
+    evaluates, so it stays on this thread (and inside the caller's transaction);
+    it reads the store once for all plans (one window over the union of their
+    endpoints, names and spans) and evaluates every plan from that.
     """
-    planned = {name: plan_query(spec, scope=scope, window=window) for name, spec in specs.items()}
+    inventories = scoped_inventories(scope)
+    planned = {
+        name: plan_query(spec, scope=scope, window=window, inventories=inventories)
+        for name, spec in specs.items()
+    }
     results = {n: p for n, p in planned.items() if isinstance(p, QueryResult)}
     todo = {n: p for n, p in planned.items() if isinstance(p, Plan)}
-    if backend == "local" or len(todo) <= 1:
+    if backend == "local":
+        store = StoreWindow.covering(need for plan in todo.values() for need in store_needs(plan))
+        results.update({name: _execute(plan, backend, store) for name, plan in todo.items()})
+    elif len(todo) <= 1:
         results.update({name: _execute(plan, backend) for name, plan in todo.items()})
     else:
         workers = min(MAX_PARALLEL_QUERIES, len(todo))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -10,11 +11,13 @@ from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.db import connections
-from django.test import Client
+from django.test import Client, override_settings
 
 from dashboard import live
 from fleetscope.asgi import application
+from fleetscope.layers import redis_channel_layers
 from inventory.models import Fleet
+from tests.conftest import TEST_REDIS_URL
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -120,3 +123,21 @@ async def test_an_unknown_fleet_is_refused(session_cookie: str) -> None:
     )
     connected, code = await ws.connect()
     assert (connected, code) == (False, 4404)
+
+
+async def test_a_viewer_idle_longer_than_redis_read_timeouts_still_gets_the_next_push(
+    fleet: Fleet, session_cookie: str
+) -> None:
+    # Production's Redis layer, on the real Redis. redis-py 8 made socket reads time out
+    # after 5 s, which killed consumers waiting on an idle group (channels_redis#422); the
+    # wait below must outlast that, so it is a sleep by design, not a race.
+    layers = redis_channel_layers(TEST_REDIS_URL, prefix=f"fleetscope-test-{fleet.code.hex}")
+    with override_settings(CHANNEL_LAYERS=layers):
+        ws = communicator(fleet, cookie=session_cookie, origin="http://127.0.0.1")
+        assert (await ws.connect())[0]
+        await asyncio.sleep(6.5)
+        await get_channel_layer().group_send(
+            live.group_name(fleet), {"type": "overview.update", "payload_json": '{"late":1}'}
+        )
+        assert await ws.receive_from(timeout=10) == '{"late":1}'
+        await ws.disconnect()

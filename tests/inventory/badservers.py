@@ -8,6 +8,7 @@ raw non-HTTP listeners. Each records the requests it received.
 from __future__ import annotations
 
 import gzip
+import json
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -72,6 +73,23 @@ def send_body(
     handler.send_header("Content-Length", str(len(body)))
     handler.end_headers()
     handler.wfile.write(body)
+
+
+def json_answer(status: int, body: object) -> Responder:
+    """An API answer: `body` as JSON with `status` (Prometheus' error shapes, say)."""
+
+    def respond(handler: BaseHTTPRequestHandler) -> None:
+        send_body(
+            handler, json.dumps(body).encode(), content_type="application/json", status=status
+        )
+
+    return respond
+
+
+def html_error_page(handler: BaseHTTPRequestHandler) -> None:
+    """What a proxy in front of an API answers when the backend is gone: a 502 HTML page."""
+    page = b"<html><body><script>alert(1)</script>502 Bad Gateway</body></html>"
+    send_body(handler, page, content_type="text/html", status=502)
 
 
 def stream_forever(handler: BaseHTTPRequestHandler, chunk: bytes, *, limit_bytes: int) -> None:

@@ -8,7 +8,6 @@ server, because Prometheus cannot be made to produce them when asked.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -28,7 +27,7 @@ from inventory.prometheus import (
     prometheus_query,
     prometheus_query_range,
 )
-from tests.inventory.badservers import serving
+from tests.inventory.badservers import html_error_page, json_answer, serving
 from tests.prometheus import file_sd_config, running_prometheus
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
@@ -90,41 +89,21 @@ def test_a_closed_port_is_unavailable_and_worth_retrying(closed_port: int) -> No
     assert caught.value.retryable is True
 
 
-def answer_json(status: int, body: dict) -> object:
-    def respond(handler: BaseHTTPRequestHandler) -> None:
-        data = json.dumps(body).encode()
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
-
-    return respond
-
-
 def test_a_503_timeout_from_prometheus_is_a_timeout() -> None:
     body = {"status": "error", "errorType": "timeout", "error": "query timed out in expression"}
-    with serving(answer_json(503, body)) as server, pytest.raises(PrometheusTimeout) as caught:
+    with serving(json_answer(503, body)) as server, pytest.raises(PrometheusTimeout) as caught:
         query_range(server.url(""))
     assert "timed out on the server" in str(caught.value) and caught.value.retryable
 
 
 def test_a_422_execution_error_is_a_bad_query() -> None:
     body = {"status": "error", "errorType": "execution", "error": "many-to-many matching"}
-    with serving(answer_json(422, body)) as server, pytest.raises(PrometheusBadQuery):
+    with serving(json_answer(422, body)) as server, pytest.raises(PrometheusBadQuery):
         query_range(server.url(""))
 
 
 def test_an_html_502_from_a_proxy_is_a_server_error_without_its_body() -> None:
-    def respond(handler: BaseHTTPRequestHandler) -> None:
-        page = b"<html><body><script>alert(1)</script>Bad Gateway</body></html>"
-        handler.send_response(502)
-        handler.send_header("Content-Type", "text/html")
-        handler.send_header("Content-Length", str(len(page)))
-        handler.end_headers()
-        handler.wfile.write(page)
-
-    with serving(respond) as server, pytest.raises(PrometheusServerError) as caught:
+    with serving(html_error_page) as server, pytest.raises(PrometheusServerError) as caught:
         query_range(server.url(""))
     assert str(caught.value) == "prometheus answered HTTP 502 with an HTML page"
 
@@ -135,7 +114,7 @@ def test_success_with_warnings_comes_back_as_a_partial_answer() -> None:
         "data": {"resultType": "matrix", "result": []},
         "warnings": ["store\x1b[31m eu-1 unreachable"],
     }
-    with serving(answer_json(200, body)) as server:
+    with serving(json_answer(200, body)) as server:
         answer = prometheus_query_range(
             server.url(""), query="up", start=NOW, end=NOW, step_seconds=1, timeout_seconds=5
         )

@@ -1,0 +1,163 @@
+"""Figure JSON from query results: heatmap buckets, stacked areas, the kind dispatch."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from dashboard.figures import Drawn, panel_figure
+from dashboard.heatmaps import bucket_rates
+from dashboard.queries import QueryResult, ResultSeries
+
+T = (1_700_000_000.0, 1_700_000_015.0, 1_700_000_030.0)
+Values = Sequence[float | None]
+
+
+def buckets(cumulative: Mapping[str, Values], **labels: str) -> list[ResultSeries]:
+    """One `_bucket` rate series per `le`, as Rate(key, by=(..., "le")) returns them."""
+    return [ResultSeries({**labels, "le": le}, T, tuple(v)) for le, v in cumulative.items()]
+
+
+def ok(*series: ResultSeries) -> dict[str, QueryResult]:
+    return {"per bucket": QueryResult("ok", series)}
+
+
+def drawn_heatmap(series: Sequence[ResultSeries]) -> Drawn:
+    return panel_figure("heatmap", ok(*series), unit="tokens")
+
+
+def heatmap(series: Sequence[ResultSeries]) -> dict:
+    return drawn_heatmap(series).figure
+
+
+def strict_json(figure: dict) -> dict:
+    # What the page receives: bare NaN or Infinity would break JSON.parse.
+    return json.loads(json.dumps(figure, allow_nan=False))
+
+
+def test_heatmap_turns_cumulative_bucket_rates_into_observations_per_bucket() -> None:
+    figure = heatmap(buckets({"1": [2, 2, 2], "10": [5, 5, 5], "+Inf": [9, 9, 9]}))
+    (trace,) = figure["data"]
+    assert trace["type"] == "heatmap"
+    assert trace["y"] == ["≤1", "≤10", "+Inf"]
+    assert trace["z"] == [[2, 2, 2], [3, 3, 3], [4, 4, 4]]
+    assert trace["x"] == [round(t * 1000) for t in T]
+    assert figure["layout"]["yaxis"]["categoryarray"] == ["≤1", "≤10", "+Inf"]
+
+
+def test_heatmap_sorts_edges_as_numbers_with_inf_last_not_as_text() -> None:
+    shuffled = {"+Inf": [7, 7, 7], "10": [6, 6, 6], "2.5": [3, 3, 3], "0.5": [1, 1, 1]}
+    (trace,) = heatmap(buckets(shuffled))["data"]
+    assert trace["y"] == ["≤0.5", "≤2.5", "≤10", "+Inf"]
+    assert [row[0] for row in trace["z"]] == [1, 2, 3, 1]
+
+
+def test_heatmap_treats_le_1_and_1_0_as_one_edge() -> None:
+    series = buckets({"1": [1, 1, 1], "+Inf": [2, 2, 2]}, engine="0")
+    series += buckets({"1.0": [3, 3, 3], "+Inf": [5, 5, 5]}, engine="0")
+    (trace,) = heatmap(series)["data"]
+    assert trace["y"] == ["≤1", "+Inf"]
+    assert trace["z"] == [[4, 4, 4], [3, 3, 3]]
+
+
+def test_heatmap_gaps_stay_null_and_the_json_has_no_nan() -> None:
+    series = buckets(
+        {"1": [1.0, None, math.nan], "10": [2.0, None, math.inf], "+Inf": [4.0, None, 5.0]}
+    )
+    figure = strict_json(heatmap(series))
+    (trace,) = figure["data"]
+    assert trace["z"] == [[1, None, None], [1, None, None], [2, None, None]]
+    assert trace["hoverongaps"] is False
+
+
+def test_heatmap_clamps_float_noise_to_zero_but_never_shows_a_negative_bucket() -> None:
+    # 0.1 + 0.2 is 0.30000000000000004: a rate just above the next edge's 0.3.
+    noisy = buckets({"1": [0.1 + 0.2] * 3, "10": [0.3] * 3, "+Inf": [1.0] * 3})
+    (trace,) = heatmap(noisy)["data"]
+    assert trace["z"][1] == [0, 0, 0]
+    assert trace["z"][2] == [0.7, 0.7, 0.7]
+    assert all(v is None or v >= 0 for row in trace["z"] for v in row)
+
+
+def test_heatmap_leaves_a_step_whose_buckets_count_down_blank_and_says_why() -> None:
+    falling = buckets({"1": [2, 8, 2], "10": [5, 5, 5], "+Inf": [9, 9, 9]})
+    drawn = drawn_heatmap(falling)
+    (trace,) = drawn.figure["data"]
+    assert trace["z"] == [[2, None, 2], [3, None, 3], [4, None, 4]]
+    assert drawn.notes == ("buckets decrease at le=10 in 1 step(s): left blank, not trusted",)
+    assert drawn.incomplete
+
+
+def test_heatmap_sums_replicas_only_on_the_edges_they_all_have() -> None:
+    # A replica with max_model_len 32768 buckets up to 20000, one with 16384 up to 10000.
+    long = buckets({"10000": [4, 4, 4], "20000": [6, 6, 6], "+Inf": [6, 6, 6]}, instance="a:1")
+    short = buckets({"10000": [1, 1, 1], "+Inf": [2, 2, 2]}, instance="b:1")
+    drawn = drawn_heatmap(long + short)
+    (trace,) = drawn.figure["data"]
+    assert trace["y"] == ["≤10000", "+Inf"]
+    assert trace["z"] == [[5, 5, 5], [3, 3, 3]]
+    assert drawn.notes == ("le=20000 not on all replicas: merged up",)
+    assert not drawn.incomplete  # merged, not dropped
+
+
+def test_heatmap_adds_up_the_replicas_present_at_a_step() -> None:
+    up = buckets({"1": [1, 1, 1], "+Inf": [2, 2, 2]}, instance="a:1")
+    restarting = buckets({"1": [None, 1, 1], "+Inf": [None, 3, 3]}, instance="b:1")
+    (trace,) = heatmap(up + restarting)["data"]
+    assert trace["z"] == [[1, 2, 2], [1, 3, 3]]
+
+
+def test_bucket_rates_of_no_series_are_empty_not_an_error() -> None:
+    empty = bucket_rates([])
+    assert (empty.edges, empty.rows, empty.notes) == ((), (), ())
+    assert heatmap([])["data"] == []
+
+
+def phases(queue: Values, prefill: Values, decode: Values) -> dict[str, QueryResult]:
+    def one(values: Values) -> QueryResult:
+        return QueryResult("ok", (ResultSeries({}, T, tuple(values)),))
+
+    return {"queue": one(queue), "prefill": one(prefill), "decode": one(decode)}
+
+
+def test_stacked_figure_stacks_the_traces_bottom_up_in_panel_order() -> None:
+    figure = panel_figure("stacked", phases([1, 1, 1], [2, 2, 2], [3, 3, 3]), unit="seconds").figure
+    assert [t["name"] for t in figure["data"]] == ["queue", "prefill", "decode"]
+    assert {t["stackgroup"] for t in figure["data"]} == {"run0"}
+    assert [t["y"] for t in figure["data"]] == [[1, 1, 1], [2, 2, 2], [3, 3, 3]]
+    assert figure["layout"]["xaxis"]["range"] == [round(T[0] * 1000), round(T[-1] * 1000)]
+    assert figure["layout"]["yaxis"]["title"]["text"] == "seconds"
+
+
+def test_a_step_with_a_missing_layer_is_a_gap_in_the_whole_stack_not_a_zero() -> None:
+    figure = panel_figure("stacked", phases([1, 1, 1], [2, None, 2], [3, 3, 3]), unit="s").figure
+    runs = [(t["stackgroup"], t["name"], t["y"], t["showlegend"]) for t in figure["data"]]
+    assert runs == [
+        ("run0", "queue", [1], True),
+        ("run0", "prefill", [2], True),
+        ("run0", "decode", [3], True),
+        ("run1", "queue", [1], False),
+        ("run1", "prefill", [2], False),
+        ("run1", "decode", [3], False),
+    ]
+    colours = {(t["name"], t["line"]["color"]) for t in figure["data"]}
+    assert len(colours) == 3  # one colour per layer across runs
+    strict_json(figure)
+
+
+def test_a_stack_that_is_never_whole_falls_back_to_lines_with_gaps() -> None:
+    figure = panel_figure(
+        "stacked", phases([1, None, 1], [None, 2, None], [3, 3, 3]), unit="s"
+    ).figure
+    assert all("stackgroup" not in t for t in figure["data"])
+    assert figure["data"][1]["y"] == [None, 2, None]
+
+
+def test_line_is_the_default_and_an_unknown_kind_is_refused() -> None:
+    figure = panel_figure("line", phases([1, 1, 1], [2, 2, 2], [3, 3, 3]), unit="s").figure
+    assert {t["mode"] for t in figure["data"]} == {"lines"}
+    with pytest.raises(ValueError, match="unknown panel kind 'pie'"):
+        panel_figure("pie", {}, unit="s")  # type: ignore[arg-type]

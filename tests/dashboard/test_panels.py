@@ -1,0 +1,167 @@
+"""The overview's panel declarations, and the newer panels drawn from hand-made scrapes."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboard.overview import OverviewRequest, overview_compute, overview_json
+from dashboard.panels import PANELS, PANELS_BY_ID, Group, Panel
+from dashboard.queries import Quantile, Rate, Window
+from dashboard.queries.spec import spec_keys
+from inventory.capabilities import CAPABILITIES
+from inventory.models import Fleet
+from tests.dashboard.queries.storefill import at, endpoint_with_scrapes, fleet_named, histogram
+
+M = {"model_name": "llama", "engine": "0"}
+NVLINK = "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"
+ENGINE_TYPES = {
+    "vllm:request_prompt_tokens": "histogram",
+    "vllm:request_generation_tokens": "histogram",
+    "vllm:time_to_first_token_seconds": "histogram",
+    "vllm:e2e_request_latency_seconds": "histogram",
+    "vllm:request_queue_time_seconds": "histogram",
+    "vllm:request_prefill_time_seconds": "histogram",
+    "vllm:request_decode_time_seconds": "histogram",
+    "vllm:iteration_tokens_total": "histogram",
+    "vllm:prompt_tokens_by_source": "counter",
+    "vllm:num_requests_waiting_by_reason": "gauge",
+    "process_resident_memory_bytes": "gauge",
+}
+NEW_PANELS = {
+    "traffic.prompt_len": "heatmap",
+    "traffic.output_len": "heatmap",
+    "queue.reasons": "stacked",
+    "latency.ttft_heatmap": "heatmap",
+    "latency.e2e_heatmap": "heatmap",
+    "latency.phases": "stacked",
+    "engine.sources": "stacked",
+    "engine.iteration": "line",
+    "engine.spec_decode": "line",
+    "engine.spec_length": "line",
+    "gpu.nvlink": "line",
+    "platform.memory": "line",
+}
+
+
+def test_every_panel_names_a_capability_that_declares_every_key_it_reads() -> None:
+    capabilities = {c.id: c for c in CAPABILITIES}
+    for panel in PANELS:
+        capability = capabilities[panel.capability]
+        declared = set(capability.needs) | set(capability.uses)
+        read = {key for spec in panel.traces.values() for key in spec_keys(spec)}
+        assert read <= declared, (panel.id, read - declared)
+
+
+def test_the_new_panels_are_declared_with_their_kind() -> None:
+    assert {id: PANELS_BY_ID[id].kind for id in NEW_PANELS} == NEW_PANELS
+    assert PANELS_BY_ID["traffic.requests"].kind == "line"
+
+
+def test_the_phase_split_stacks_queue_then_prefill_then_decode() -> None:
+    phases = PANELS_BY_ID["latency.phases"]
+    assert list(phases.traces) == ["queue", "prefill", "decode"]
+    assert [spec.key for spec in phases.traces.values()] == [
+        "queue_time",
+        "prefill_time",
+        "decode_time",
+    ]
+
+
+def test_a_heatmap_panel_takes_exactly_one_bucket_rate() -> None:
+    def heatmap(traces: dict[str, object]) -> Panel:
+        return Panel("x", Group.TRAFFIC, "x", "tokens", "traffic.lengths", traces, kind="heatmap")
+
+    heatmap({"per bucket": Rate("prompt_len", by=("le",))})
+    with pytest.raises(ValueError, match="one Rate"):
+        heatmap({"p50": Quantile("prompt_len", 0.5)})
+    with pytest.raises(ValueError, match="one Rate"):
+        heatmap({"per bucket": Rate("prompt_len")})
+    with pytest.raises(ValueError, match="kind must be one of"):
+        Panel("x", Group.TRAFFIC, "x", "tokens", "traffic.lengths", {}, kind="pie")  # type: ignore[arg-type]
+
+
+def engine_scrape(i: int) -> list:
+    """Scrape number i: six requests finish every 15 s, in fixed buckets."""
+    n = 6 * i
+    return [
+        *histogram("vllm:request_prompt_tokens", M, {"1": 0, "10": 2 * i, "100": 5 * i, "+Inf": n}),
+        *histogram("vllm:request_generation_tokens", M, {"100": 3 * i, "+Inf": n}),
+        *histogram("vllm:time_to_first_token_seconds", M, {"0.1": 3 * i, "1": n, "+Inf": n}),
+        *histogram("vllm:e2e_request_latency_seconds", M, {"10": n, "+Inf": n}),
+        *histogram("vllm:request_queue_time_seconds", M, {"1": n, "+Inf": n}, 0.5 * n),
+        *histogram("vllm:request_prefill_time_seconds", M, {"1": n, "+Inf": n}, 0.25 * n),
+        *histogram("vllm:request_decode_time_seconds", M, {"10": n, "+Inf": n}, 2.0 * n),
+        *histogram("vllm:iteration_tokens_total", M, {"8": 10 * i, "16": 20 * i, "+Inf": 20 * i}),
+        ("vllm:prompt_tokens_by_source_total", {**M, "source": "local_compute"}, 300.0 * i),
+        ("vllm:prompt_tokens_by_source_total", {**M, "source": "local_cache_hit"}, 150.0 * i),
+        ("vllm:num_requests_waiting_by_reason", {**M, "reason": "capacity"}, 3.0),
+        ("vllm:num_requests_waiting_by_reason", {**M, "reason": "deferred"}, 1.0),
+        ("process_resident_memory_bytes", {}, 2.0e9),
+    ]
+
+
+def hand_made_fleet() -> Fleet:
+    fleet = fleet_named()
+    scrapes = range(9)  # 0 s .. 120 s
+    endpoint_with_scrapes(
+        fleet, "a:1", [(15 * i, engine_scrape(i)) for i in scrapes], types=ENGINE_TYPES
+    )
+    endpoint_with_scrapes(
+        fleet,
+        "d:9400",
+        [(15 * i, [(NVLINK, {"gpu": "0"}, 1500.0 * i)]) for i in scrapes],
+        types={NVLINK: "counter"},
+        kind="dcgm",
+    )
+    return fleet
+
+
+@pytest.mark.django_db
+def test_the_new_panels_are_drawn_from_the_embedded_store_with_exact_numbers() -> None:
+    fleet = hand_made_fleet()
+    window = Window(at(60), at(120), 30)
+    payload = overview_compute(OverviewRequest(fleet, window, "local"))
+    by_id = {p["id"]: p for p in payload["panels"]}
+
+    for id in set(NEW_PANELS) - {"engine.spec_decode", "engine.spec_length"}:
+        assert by_id[id]["status"] == "ok", (id, by_id[id]["notes"])
+        assert by_id[id]["figure"]["data"], id
+
+    (prompt,) = by_id["traffic.prompt_len"]["figure"]["data"]
+    assert prompt["type"] == "heatmap"
+    assert prompt["y"] == ["≤1", "≤10", "≤100", "+Inf"]
+    # 6 requests per 15 s: 0, 2, 3 and 1 of them in the four buckets, per second.
+    assert [row[-1] for row in prompt["z"]] == pytest.approx([0, 2 / 15, 3 / 15, 1 / 15])
+
+    phases = by_id["latency.phases"]["figure"]["data"]
+    assert [t["name"] for t in phases] == ["queue", "prefill", "decode"]
+    assert {t["stackgroup"] for t in phases} == {"run0"}
+    assert [t["y"] for t in phases] == [[0.5] * 3, [0.25] * 3, [2.0] * 3]
+
+    sources = by_id["engine.sources"]["figure"]["data"]
+    assert [(t["name"], t["y"][-1]) for t in sources] == [
+        ("source=local_cache_hit", pytest.approx(10.0)),
+        ("source=local_compute", pytest.approx(20.0)),
+    ]
+    reasons = by_id["queue.reasons"]["figure"]["data"]
+    assert [(t["name"], t["y"]) for t in reasons] == [
+        ("reason=capacity", [3.0] * 3),
+        ("reason=deferred", [1.0] * 3),
+    ]
+    (nvlink,) = by_id["gpu.nvlink"]["figure"]["data"]
+    assert nvlink["y"] == pytest.approx([100.0] * 3)
+    (rss,) = by_id["platform.memory"]["figure"]["data"]
+    assert (rss["name"], rss["y"]) == ("instance=a:1", [2.0e9] * 3)
+    assert overview_json(payload)  # strict JSON: would raise on a NaN
+
+
+@pytest.mark.django_db
+def test_speculative_decoding_panels_say_the_fleet_has_no_speculative_config() -> None:
+    payload = overview_compute(OverviewRequest(hand_made_fleet(), Window(at(60), at(120), 30),
+                                               "local"))  # fmt: skip
+    by_id = {p["id"]: p for p in payload["panels"]}
+    for id in ("engine.spec_decode", "engine.spec_length"):
+        assert (by_id[id]["status"], by_id[id]["figure"]) == ("unavailable", None)
+        assert by_id[id]["notes"] == [
+            "spec_decode_accepted_tokens: flag-gated: needs a speculative-decoding config"
+        ]
