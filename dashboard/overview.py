@@ -68,12 +68,19 @@ def overview_compute(request: OverviewRequest) -> dict[str, Any]:
     shown = [p for p in PANELS if request.group is None or p.group == request.group]
     specs = {f"{panel.id}|{name}": spec for panel in shown for name, spec in panel.traces.items()}
     with_table = request.group is None
+    windows: dict[str, Window] = {}
     if with_table:
-        # One round-trip (one store read, one parallel batch) for the table and the panels.
-        specs |= {f"{TABLE}|{name}": spec for name, spec in REPLICA_SPECS.items()}
+        # One round-trip (one store read, one parallel batch) for the table and the panels;
+        # the table is evaluated at the window's end only.
+        at_end = Window(request.window.end, request.window.end, request.window.step_seconds)
+        for name, spec in REPLICA_SPECS.items():
+            specs[f"{TABLE}|{name}"] = spec
+            windows[f"{TABLE}|{name}"] = at_end
     instances = None if request.instance is None else (request.instance,)
     scope = Scope(request.fleet, model_name=request.model_name, instances=instances)
-    results = run_queries(specs, scope=scope, window=request.window, backend=request.backend)
+    results = run_queries(
+        specs, scope=scope, window=request.window, backend=request.backend, windows=windows
+    )
     panels = []
     for panel in shown:
         mine = {name: results[f"{panel.id}|{name}"] for name in panel.traces}

@@ -44,9 +44,16 @@ def run_query(spec: Spec, *, scope: Scope, window: Window, backend: Backend) -> 
 
 
 def run_queries(
-    specs: Mapping[str, Spec], *, scope: Scope, window: Window, backend: Backend
+    specs: Mapping[str, Spec],
+    *,
+    scope: Scope,
+    window: Window,
+    backend: Backend,
+    windows: Mapping[str, Window] | None = None,
 ) -> dict[str, QueryResult]:
-    """Several independent specs; against Prometheus they run concurrently.
+    """Several independent specs; against Prometheus they run concurrently. `windows`
+    gives some specs their own window (a table's single point at the end of a chart's
+    range, say) while still sharing the store read or the parallel round-trip.
 
     Planning reads the database, so it happens here, on the caller's thread; the
     worker threads only do HTTP. The local backend reads the database while it
@@ -56,7 +63,9 @@ def run_queries(
     """
     inventories = scoped_inventories(scope)
     planned = {
-        name: plan_query(spec, scope=scope, window=window, inventories=inventories)
+        name: plan_query(
+            spec, scope=scope, window=(windows or {}).get(name, window), inventories=inventories
+        )
         for name, spec in specs.items()
     }
     results = {n: p for n, p in planned.items() if isinstance(p, QueryResult)}
