@@ -42,12 +42,16 @@ def source_down(panels: Sequence[dict[str, Any]]) -> str | None:
 
 
 def freshness_annotate(
-    payload: dict[str, Any], *, fleet: Fleet, backend: str, now: datetime
+    payload: dict[str, Any], *, fleet: Fleet, backend: str, now: datetime, view: str = ""
 ) -> None:
-    """Add `last_good_at` to each panel and `source_state` to `payload`, remembering both."""
+    """Add `last_good_at` to each panel and `source_state` to `payload`, remembering both.
+
+    `view` tells filtered views apart (one model, one replica): a panel's last good
+    data is per view, while an outage is the source's, whatever the view.
+    """
     prefix = _prefix(fleet, backend)
     panels = payload["panels"]
-    keys = {p["id"]: f"{prefix}:panel:{p['id']}" for p in panels}
+    keys = {p["id"]: f"{prefix}:panel:{view}:{p['id']}" for p in panels}
     known = cache.get_many(list(keys.values()))
     fresh = {}
     for panel in panels:

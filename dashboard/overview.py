@@ -14,7 +14,7 @@ from dashboard.figures import panel_figure
 from dashboard.freshness import freshness_annotate
 from dashboard.panels import PANELS, Group, Panel
 from dashboard.queries import Backend, QueryResult, Scope, Window, run_queries
-from dashboard.replicas import REPLICA_SPECS, replica_table_from
+from dashboard.replicas import REPLICA_SPECS, replica_table, replica_table_from
 from inventory.models import Fleet
 
 TABLE = "replicas"  # spec-name prefix of the replica table's queries
@@ -68,10 +68,12 @@ def overview_compute(request: OverviewRequest) -> dict[str, Any]:
     shown = [p for p in PANELS if request.group is None or p.group == request.group]
     specs = {f"{panel.id}|{name}": spec for panel in shown for name, spec in panel.traces.items()}
     with_table = request.group is None
+    # The table compares replicas, so it always covers the whole fleet; with no replica
+    # chosen it shares the panels' round-trip (one store read, one parallel batch).
+    table_alongside = with_table and request.instance is None
     windows: dict[str, Window] = {}
-    if with_table:
-        # One round-trip (one store read, one parallel batch) for the table and the panels;
-        # the table is evaluated at the window's end only.
+    if table_alongside:
+        # Evaluated at the window's end only.
         at_end = Window(request.window.end, request.window.end, request.window.step_seconds)
         for name, spec in REPLICA_SPECS.items():
             specs[f"{TABLE}|{name}"] = spec
@@ -99,12 +101,25 @@ def overview_compute(request: OverviewRequest) -> dict[str, Any]:
         "instance": request.instance,
         "panels": panels,
     }
-    if with_table:
+    if table_alongside:
         table = {name: results[f"{TABLE}|{name}"] for name in REPLICA_SPECS}
         payload["replicas"] = replica_table_from(
             request.fleet, results=table, at=request.window.end
         )
-    freshness_annotate(payload, fleet=request.fleet, backend=request.backend, now=timezone.now())
+    elif with_table:
+        payload["replicas"] = replica_table(
+            request.fleet,
+            end=request.window.end,
+            backend=request.backend,
+            model_name=request.model_name,
+        )
+    freshness_annotate(
+        payload,
+        fleet=request.fleet,
+        backend=request.backend,
+        now=timezone.now(),
+        view=f"{request.model_name or ''}|{request.instance or ''}",
+    )
     payload["computed_seconds"] = round(time.perf_counter() - started, 4)
     return payload
 

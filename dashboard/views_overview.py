@@ -21,7 +21,8 @@ from dashboard.overview import Backend, OverviewRequest, overview_compute, overv
 from dashboard.panels import GROUP_TITLES, PANELS, Group
 from dashboard.queries import Window
 from dashboard.timerange import DEFAULT_RANGE, RANGES, RangeError, parse_range
-from inventory.models import EndpointKind, Fleet
+from inventory.models import EndpointInventory, EndpointKind, Fleet
+from inventory.store import label_values
 
 BACKENDS: dict[str, Backend] = {"local": "local", "prometheus": "prometheus"}
 
@@ -43,6 +44,14 @@ class ViewFilters:
         """The view the scheduler computes and pushes live."""
         plain = not (self.model or self.end or self.instance)
         return plain and self.since == DEFAULT_RANGE and self.backend == default_backend()
+
+
+def served_models(fleet: Fleet) -> list[str]:
+    """The `model_name` values the fleet's engines expose now (their current layouts)."""
+    current = EndpointInventory.objects.filter(
+        endpoint__fleet=fleet, endpoint__enabled=True, detected_kind="engine"
+    ).values_list("series_set_id", flat=True)
+    return label_values(series_set_ids=list(current), label="model_name")
 
 
 def replica_instances(fleet: Fleet) -> list[str]:
@@ -87,6 +96,8 @@ def _page(request: HttpRequest, slug: str, group: Group | None) -> HttpResponse:
         "since": request.GET.get("since", DEFAULT_RANGE),
         "backend": request.GET.get("backend", default_backend()),
         "replicas": replica_instances(fleet),
+        "models": served_models(fleet),
+        "model": request.GET.get("model", ""),
         "instance": request.GET.get("instance", ""),
         "query": request.GET.urlencode(),
         "live": live,

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import threading
+import zlib
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
+from django.db import connections
+from django.db.models import QuerySet
+from django.db.models.sql.constants import MULTI
+from django.utils.dateparse import parse_datetime
+from django.utils.timezone import make_aware
 
 from inventory.models import SampleFrame, SeriesSet
 from inventory.store_codec import Series, decode_layout, decode_values
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+NAIVE_EPOCH = EPOCH.replace(tzinfo=None)
 MICROSECOND = timedelta(microseconds=1)
 
 
@@ -64,6 +72,19 @@ def _layout(series_set_id: int) -> list[Series]:
 _LAYOUTS_BY_DIGEST: OrderedDict[str, list[Series]] = OrderedDict()
 LAYOUT_CACHE_SIZE = 4096
 _LAYOUTS_LOCK = threading.Lock()
+
+
+def label_values(*, series_set_ids: Sequence[int], label: str) -> list[str]:
+    """The values `label` takes in these series sets (the models a fleet serves, say)."""
+    sets = SeriesSet.objects.filter(pk__in=series_set_ids)
+    layouts = _layouts(list(sets.values_list("endpoint_id", flat=True)))
+    found = {
+        labels[label]
+        for series_set_id in series_set_ids
+        for _, labels in layouts.get(series_set_id, ())
+        if labels.get(label)
+    }
+    return sorted(found)
 
 
 def _layouts(endpoint_ids: Sequence[int]) -> dict[int, list[Series]]:
@@ -121,9 +142,11 @@ def frame_blocks(
         .values_list("endpoint_id", "at", "series_set_id", "values_blob")
     )
     layouts = _layouts(endpoint_ids)
-    kept: dict[int, tuple[tuple[Series, ...], np.ndarray]] = {}
-    rows: dict[tuple[int, int], tuple[list[int], list[float], list[np.ndarray]]] = {}
-    for endpoint_id, at, series_set_id, blob in frames.iterator(chunk_size=500):
+    kept: dict[int, tuple[tuple[Series, ...], np.ndarray, int]] = {}
+    # (endpoint, series set) -> each frame's micros and decompressed values bytes. The bytes
+    # are joined and viewed as one (frames x layout) matrix per block: no numpy call per row.
+    rows: dict[tuple[int, int], tuple[list[int], list[bytes]]] = {}
+    for endpoint_id, micro, series_set_id, blob in _frame_rows(frames):
         columns = kept.get(series_set_id)
         if columns is None:
             # A series set written after the layouts were read (a scrape cycle landed).
@@ -132,23 +155,48 @@ def frame_blocks(
             columns = kept[series_set_id] = (
                 tuple(layout[i] for i in wanted),
                 np.array(wanted, dtype=np.intp),
+                len(layout),
             )
-        micro_list, times, vectors = rows.setdefault((endpoint_id, series_set_id), ([], [], []))
-        micro_list.append(micros(at))
-        times.append(at.timestamp())
+        micro_list, chunks = rows.setdefault((endpoint_id, series_set_id), ([], []))
+        micro_list.append(micro)
         if len(columns[1]):
-            vectors.append(np.frombuffer(decode_values(blob), dtype=np.float64)[columns[1]])
+            chunks.append(zlib.decompress(blob))  # store_codec.decode_values, left as bytes
     blocks = []
-    for (endpoint_id, series_set_id), (micro_list, times, vectors) in rows.items():
-        series, columns = kept[series_set_id]
-        values = np.vstack(vectors) if vectors else np.empty((len(times), 0))
-        blocks.append(
-            FrameBlock(
-                endpoint_id,
-                series,
-                np.array(micro_list, dtype=np.int64),
-                np.array(times, dtype=np.float64),
-                values,
-            )
-        )
+    for (endpoint_id, series_set_id), (micro_list, chunks) in rows.items():
+        series, columns, width = kept[series_set_id]
+        if chunks:
+            matrix = np.frombuffer(b"".join(chunks), dtype=np.float64).reshape(-1, width)
+            values = matrix[:, columns]  # a copy: only the wanted columns stay alive
+        else:
+            values = np.empty((len(micro_list), 0))
+        at_micros = np.array(micro_list, dtype=np.int64)
+        blocks.append(FrameBlock(endpoint_id, series, at_micros, _timestamps(at_micros), values))
     return blocks
+
+
+def _frame_rows(frames: QuerySet[Any, Any]) -> Iterator[tuple[int, int, int, Any]]:
+    """(endpoint id, exact micros, series set id, values blob) of each row of `frames`, a
+    values_list of those four columns, as `.iterator(chunk_size=500)` reads it but without
+    Django's per-row converters: parsing and making `at` aware for every frame costs about
+    as much as decompressing its values. Only `at` needs converting, to micros, here."""
+    connection = connections[frames.db]
+    tz = connection.timezone
+    utc = tz is not None and tz.utcoffset(None) == timedelta(0)
+    compiler = frames.query.get_compiler(using=frames.db)
+    chunked = not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
+    for chunk in compiler.execute_sql(MULTI, chunked_fetch=chunked, chunk_size=500):
+        for endpoint_id, at, series_set_id, blob in chunk:
+            if not isinstance(at, datetime):
+                at = parse_datetime(at)  # a driver without a datetime converter: ISO text
+            if at.tzinfo is not None:  # drivers that know time zones (PostgreSQL)
+                yield endpoint_id, micros(at), series_set_id, blob
+            elif utc:  # naive UTC (SQLite): no need to attach a zone to subtract
+                yield endpoint_id, (at - NAIVE_EPOCH) // MICROSECOND, series_set_id, blob
+            else:  # naive in the connection's own zone, as Django would make it aware
+                yield endpoint_id, micros(make_aware(at, tz)), series_set_id, blob
+
+
+def _timestamps(at_micros: np.ndarray) -> np.ndarray:
+    """`datetime.timestamp()` of each instant: that is the exact micros over 10**6, correctly
+    rounded, and so is this float64 division (micros < 2**53 convert exactly)."""
+    return at_micros.astype(np.float64) / 1e6

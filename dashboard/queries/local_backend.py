@@ -20,6 +20,7 @@ from dashboard.queries.local_math import (
     bucket_quantiles,
     counter_deltas,
     counter_deltas_rows,
+    group_sums,
     instant_values,
     parse_le,
 )
@@ -59,8 +60,13 @@ def aggregate(
         return {}
     keys = [_group_key(labels, by) for labels, _ in items]
     ids = {key: i for i, key in enumerate(dict.fromkeys(keys))}
+    groups = np.array([ids[key] for key in keys])
+    if agg == "sum":
+        sums = group_sums(np.vstack([values for _, values in items]), groups, len(ids))
+        if sums is not None:
+            return {key: sums[i] for key, i in ids.items()}
     frame = pd.DataFrame(np.column_stack([values for _, values in items]))
-    grouped = frame.T.groupby(np.array([ids[key] for key in keys]))
+    grouped = frame.T.groupby(groups)
     # min_count=1: a group with no series present stays absent (NaN), never 0.
     table = grouped.sum(min_count=1) if agg == "sum" else getattr(grouped, _PANDAS_AGG[agg])()
     # Group ids are 0..n-1 and groupby sorts them, so row i of the table is group i.
@@ -165,51 +171,60 @@ class _Evaluator:
     def deltas(self, series: Sequence[RawSeries], spec: Rate | Quantile | Mean | FractionBelow,
                *, is_rate: bool = True) -> list[tuple[Mapping[str, str], np.ndarray]]:  # fmt: skip
         assert self.store is not None
-        memo = self.store.memo
         # Series come from cached reads, which the memo keeps alive: their ids are stable.
-        keys = [
-            ("deltas", id(raw), spec.window_seconds, is_rate, self.plan.window) for raw in series
-        ]
-        # Series sampled at the same times (one endpoint's buckets) go through in one pass.
-        batches: dict[tuple[int, float, float], list[tuple[np.ndarray, list[int]]]] = {}
-        for i, raw in enumerate(series):
-            if keys[i] in memo:
-                continue
-            finite = np.isfinite(raw.values)
-            if not finite.all():
-                warning = (
-                    f"{raw.name} on {raw.labels.get('instance')}: non-finite counter samples "
-                    "left out"
-                )
-                values = counter_deltas(
-                    raw.times[finite], raw.values[finite], self.steps, spec.window_seconds,
-                    is_rate=is_rate,
-                )  # fmt: skip
-                memo[keys[i]] = (values, warning)
-                continue
-            shape = (len(raw.times), *raw.times[:1], *raw.times[-1:])
+        # One inner table per (range, rate, window), so a series costs one int lookup, and
+        # one entry per series (its row): warnings, rare, have a table of their own.
+        memo: dict[int, np.ndarray] = self.store.memo.setdefault(
+            ("deltas", spec.window_seconds, is_rate, self.plan.window), {}
+        )
+        warned: dict[int, str] = self.store.memo.setdefault(
+            ("deltas warnings", spec.window_seconds, is_rate, self.plan.window), {}
+        )
+        # Series sampled at the same times (one endpoint's buckets) go through in one pass;
+        # a read hands the columns of one block the same `times` object, so most group
+        # by identity and only the rest are compared.
+        shared: dict[int, list[RawSeries]] = {}
+        for raw in series:
+            if id(raw) not in memo:
+                shared.setdefault(id(raw.times), []).append(raw)
+        batches: dict[tuple[int, float, float], list[tuple[np.ndarray, list[RawSeries]]]] = {}
+        for members in shared.values():
+            times = members[0].times
+            shape = (len(times), *times[:1], *times[-1:])
             same = batches.setdefault(shape, [])  # type: ignore[arg-type]
-            for times, members in same:
-                if np.array_equal(times, raw.times):
-                    members.append(i)
+            for known, others in same:
+                if np.array_equal(known, times):
+                    others.extend(members)
                     break
             else:
-                same.append((raw.times, [i]))
+                same.append((times, members))
         for same in batches.values():
             for times, members in same:
-                matrix = np.vstack([series[i].values for i in members])
+                matrix = np.vstack([raw.values for raw in members])
+                finite = np.isfinite(matrix).all(axis=1)
+                for raw in (raw for raw, ok in zip(members, finite, strict=True) if not ok):
+                    kept = np.isfinite(raw.values)
+                    warning = (
+                        f"{raw.name} on {raw.labels.get('instance')}: non-finite counter "
+                        "samples left out"
+                    )
+                    values = counter_deltas(
+                        raw.times[kept], raw.values[kept], self.steps, spec.window_seconds,
+                        is_rate=is_rate,
+                    )  # fmt: skip
+                    memo[id(raw)] = values
+                    warned[id(raw)] = warning
+                if not finite.any():
+                    continue
                 rows = counter_deltas_rows(
-                    times, matrix, self.steps, spec.window_seconds, is_rate=is_rate
+                    times, matrix[finite], self.steps, spec.window_seconds, is_rate=is_rate
                 )
-                for i, row in zip(members, rows, strict=True):
-                    memo[keys[i]] = (row, None)
-        found = []
-        for raw, key in zip(series, keys, strict=True):
-            values, warning = memo[key]
-            if warning is not None:
-                self.warnings.append(warning)
-            found.append((raw.labels, values))
-        return found
+                done = (raw for raw, ok in zip(members, finite, strict=True) if ok)
+                for raw, row in zip(done, rows, strict=True):
+                    memo[id(raw)] = row
+        if warned:
+            self.warnings += [warned[id(raw)] for raw in series if id(raw) in warned]
+        return [(raw.labels, memo[id(raw)]) for raw in series]
 
     def ranged(self, spec: Rate | Quantile | Mean | FractionBelow, suffix: str) -> list[RawSeries]:
         resolved = self.plan.keys[spec.key]
@@ -312,7 +327,7 @@ def check_histograms(series: Sequence[RawSeries], name: str) -> None:
         edges = sorted(buckets)
         times = buckets[edges[0]].times
         if (
-            all(np.array_equal(buckets[e].times, times) for e in edges)
+            all(buckets[e].times is times or np.array_equal(buckets[e].times, times) for e in edges)
             and (np.diff(times) > 0).all()
         ):
             # The usual case, every bucket scraped together: one matrix, no pandas.

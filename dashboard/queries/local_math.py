@@ -191,3 +191,39 @@ def parse_le(text: str) -> float:
         return float(text)
     except ValueError:
         return math.nan
+
+
+def group_sums(values: np.ndarray, groups: np.ndarray, count: int) -> np.ndarray | None:
+    """`sum` of the rows of `values` (series x steps) per group (`groups[i]` is row i's,
+    0 <= group < count), to the bit what pandas' `groupby(groups).sum(min_count=1)` gives;
+    None where that takes pandas' own `np.add.reduceat` path (groups in order, no NaN),
+    unless every group is one row, which that path hands back unchanged.
+
+    Otherwise pandas adds a group's present (non-NaN) values in row order with Kahan
+    compensation from 0.0, a group and step with none present being NaN (never 0); this
+    does the same, vectorised over groups: pass k adds every group's k-th row.
+    """
+    if not np.isnan(values).any() and (np.diff(groups) >= 0).all():
+        return values.astype(np.float64) if count == len(groups) else None
+    steps = values.shape[1]
+    total = np.zeros((count, steps))
+    compensation = np.zeros((count, steps))
+    present = np.zeros((count, steps), dtype=bool)
+    order = np.argsort(groups, kind="stable")
+    starts = np.searchsorted(groups[order], np.arange(count))
+    sizes = np.bincount(groups, minlength=count)
+    for k in range(int(sizes.max(initial=0))):
+        which = np.flatnonzero(sizes > k)
+        value = values[order[starts[which] + k]]
+        seen = ~np.isnan(value)
+        before = total[which]
+        with np.errstate(invalid="ignore"):  # inf - inf: NaN, as in pandas
+            y = value - compensation[which]
+            t = before + y
+            c = t - before - y
+        # An infinite value makes the compensation NaN; pandas resets it to 0 (GH#53606).
+        c[np.isnan(c)] = 0.0
+        total[which] = np.where(seen, t, before)
+        compensation[which] = np.where(seen, c, compensation[which])
+        present[which] |= seen
+    return np.where(present, total, np.nan)

@@ -16,6 +16,7 @@ decode each stored frame once rather than forty times.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,7 +30,7 @@ from inventory.store import FrameBlock, frame_blocks, micros
 LabelSet = tuple[tuple[str, str], ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RawSeries:
     name: str
     labels: Mapping[str, str]  # including `instance`
@@ -71,28 +72,38 @@ def _label_filter(
     return keep
 
 
-@dataclass(frozen=True)
-class _Column:
-    index: int
-    labels: Mapping[str, str]  # as stored, without `instance`
-    key: LabelSet  # sorted, with `instance`
+# A column of a block: its index, its labels as stored (without `instance`), and its key
+# (sorted, with `instance`). Plain tuples: a window holds thousands, and every object that
+# lives through a render adds to what the garbage collector walks.
+_Column = tuple[int, Mapping[str, str], LabelSet]
 
 
 class _Block:
     """A FrameBlock with its columns indexed by sample name, label keys built once."""
 
-    def __init__(self, block: FrameBlock, instance: str) -> None:
+    def __init__(
+        self, block: FrameBlock, instance: str,
+        sorted_labels: dict[int, tuple[Mapping[str, str], LabelSet]],
+    ) -> None:  # fmt: skip
         self.at_micros = block.at_micros
         self.at = block.at
         self.values = block.values
         self.by_name: dict[str, list[_Column]] = {}
+        mine = ("instance", instance)
         for index, (name, labels) in enumerate(block.series):
-            pairs = (
-                {**labels, "instance": instance}.items()
-                if "instance" in labels
-                else (*labels.items(), ("instance", instance))
-            )
-            self.by_name.setdefault(name, []).append(_Column(index, labels, tuple(sorted(pairs))))
+            if "instance" in labels:
+                key = tuple(sorted({**labels, "instance": instance}.items()))
+            else:
+                # Every endpoint with one layout shares its decoded label dicts (layouts
+                # are cached by digest): sort each once per window, then slot `instance`
+                # in where sorting would put it (label names are unique, so this is sorted).
+                found = sorted_labels.get(id(labels))
+                if found is None:  # kept with its dict, so the id stays that dict's
+                    found = sorted_labels[id(labels)] = (labels, tuple(sorted(labels.items())))
+                base = found[1]
+                at = bisect_left(base, ("instance",))
+                key = (*base[:at], mine, *base[at:])
+            self.by_name.setdefault(name, []).append((index, labels, key))
 
 
 def _span(micro: np.ndarray, start: int, end: int) -> slice:
@@ -114,12 +125,15 @@ class StoreWindow:
         self.start, self.end = start, end
         # What evaluators derived from this window (reads, checks, rates), for the next plan.
         self.memo: dict[Hashable, Any] = {}
+        self._label_dicts: dict[LabelSet, dict[str, str]] = {}
         ids = list(self.endpoints)
         self._blocks: dict[int, list[_Block]] = {endpoint_id: [] for endpoint_id in ids}
         event_micros: dict[int, list[np.ndarray]] = {endpoint_id: [] for endpoint_id in ids}
         event_times: dict[int, list[np.ndarray]] = {endpoint_id: [] for endpoint_id in ids}
+        sorted_labels: dict[int, tuple[Mapping[str, str], LabelSet]] = {}
         for block in frame_blocks(endpoint_ids=ids, start=start, end=end, names=names):
-            self._blocks[block.endpoint_id].append(_Block(block, self.endpoints[block.endpoint_id]))
+            instance = self.endpoints[block.endpoint_id]
+            self._blocks[block.endpoint_id].append(_Block(block, instance, sorted_labels))
             event_micros[block.endpoint_id].append(block.at_micros)
             event_times[block.endpoint_id].append(block.at)
         failed = ScrapeRun.objects.filter(
@@ -187,17 +201,29 @@ class StoreWindow:
                 rows = _span(block.at_micros, start, end)
                 if rows.start == rows.stop:
                     continue
+                # One copy of the block's times for all its columns: the series of one
+                # endpoint then share a `times` array, which the evaluator batches on.
+                micro, times = block.at_micros[rows], block.at[rows].copy()
                 for name in need.names:
-                    for column in block.by_name.get(name, ()):
-                        if keep is None or keep(column.labels):
-                            pieces.setdefault((name, column.key), []).append(
-                                (endpoint_id, block.at_micros[rows], block.at[rows],
-                                 block.values[rows, column.index])
-                            )  # fmt: skip
+                    for index, labels, key in block.by_name.get(name, ()):
+                        if keep is None or keep(labels):
+                            pieces.setdefault((name, key), []).append(
+                                (endpoint_id, micro, times, block.values[rows, index])
+                            )
+        # Each endpoint's events in the span, sliced once rather than once per series.
+        events = {}
+        for endpoint_id in need.endpoints:
+            event_micro, event_times = self._events[endpoint_id]
+            events[endpoint_id] = event_times[_span(event_micro, start, end)]
+        # One labels dict per key for the whole window: series only ever read them.
+        dicts = self._label_dicts
         series = tuple(
-            self._series(name, labels, pieces[(name, labels)], start, end)
-            for name, labels in sorted(pieces)
-        )
+            self._series(
+                name, dicts.get(key) or dicts.setdefault(key, dict(key)), pieces[(name, key)],
+                events,
+            )
+            for name, key in sorted(pieces)
+        )  # fmt: skip
         failed: dict[str, int] = {}
         for endpoint_id, instance in need.endpoints.items():
             rows = _span(self._failed[endpoint_id], start, end)
@@ -205,15 +231,16 @@ class StoreWindow:
                 failed[instance] = failed.get(instance, 0) + count
         return StoreRead(series, failed)
 
+    @staticmethod
     def _series(
-        self, name: str, labels: LabelSet,
-        found: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]], start: int, end: int,
+        name: str, labels: Mapping[str, str],
+        found: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]],
+        events: Mapping[int, np.ndarray],
     ) -> RawSeries:  # fmt: skip
         if len(found) == 1:  # the usual case: one endpoint, one layout, already in order
             owner, _, times, values = found[0]
-            event_micro, event_times = self._events[owner]
-            events = event_times[_span(event_micro, start, end)]
-            return RawSeries(name, dict(labels), times.copy(), values.copy(), events)
+            # `times` is this read's own copy (shared by the block's columns); never written.
+            return RawSeries(name, labels, times, values.copy(), events[owner])
         owners = np.concatenate([np.full(len(m), e, dtype=np.int64) for e, m, _, _ in found])
         micro = np.concatenate([m for _, m, _, _ in found])
         times = np.concatenate([t for _, _, t, _ in found])
@@ -222,9 +249,7 @@ class StoreWindow:
         # reads in the order the scrapes happened.
         order = np.lexsort((owners, micro))
         owner = int(owners[order[0]])
-        event_micro, event_times = self._events[owner]
-        events = event_times[_span(event_micro, start, end)]
-        return RawSeries(name, dict(labels), times[order], values[order], events)
+        return RawSeries(name, labels, times[order], values[order], events[owner])
 
 
 def store_read(

@@ -80,3 +80,13 @@ def test_the_source_is_down_only_when_no_panel_got_data_and_the_source_failed(
     panels: list[dict], expected: str | None
 ) -> None:
     assert source_down(panels) == expected
+
+
+def test_a_filtered_view_keeps_its_own_last_good_time_but_shares_the_outage() -> None:
+    fleet = Fleet.objects.create(slug="f", name="f")
+    annotate(fleet, 0, panel("ttft", "ok"))
+    one: dict[str, Any] = {"panels": [down("ttft")]}
+    freshness_annotate(one, fleet=fleet, backend="prometheus", now=T, view="|10.0.0.4:8000")
+    assert one["panels"][0]["last_good_at"] is None
+    assert one["source_state"]["since"] == "2026-03-01T10:40:00Z"
+    assert annotate(fleet, 1, down("ttft"))["source_state"]["since"] == "2026-03-01T10:40:00Z"

@@ -103,3 +103,19 @@ def test_the_overview_carries_the_table_and_group_pages_do_not() -> None:
     latency = overview_compute(OverviewRequest(fleet, window, "local", group=Group.LATENCY))
     assert "replicas" not in latency
     assert {p["group"] for p in latency["panels"]} == {"latency"}
+
+
+def test_the_table_still_compares_every_replica_when_one_is_chosen() -> None:
+    fleet = fleet_named()
+    for name in ("a:1", "b:1", "c:1"):
+        replica(fleet, name)
+    replica(fleet, "d:1", slow=True)
+    window = Window(at(END) - timedelta(minutes=5), at(END), 15)
+    one = overview_compute(OverviewRequest(fleet, window, "local", instance="d:1"))
+    rows = rows_by_instance(one["replicas"])
+    assert rows["a:1"]["values"]["ttft_p99"] == pytest.approx(0.099)
+    assert rows["d:1"]["flags"] == {"ttft_p99": "high"}
+    # The panels, though, are that replica's alone: its p99, not the fleet's.
+    ttft = next(p for p in one["panels"] if p["id"] == "latency.ttft")
+    p99 = next(t for t in ttft["figure"]["data"] if t["name"] == "p99")
+    assert p99["y"][-1] == pytest.approx(0.995)

@@ -77,3 +77,12 @@ def test_the_json_for_one_replica_and_group_holds_only_that(
     assert "replicas" not in payload
     ttft = next(p for p in payload["panels"] if p["id"] == "latency.ttft")
     assert ttft["status"] == "ok", ttft["notes"]
+
+
+def test_the_model_filter_lists_the_models_the_fleet_serves(
+    owner_client: Client, fleet_slug: str
+) -> None:
+    page = owner_client.get(f"/fleets/{fleet_slug}/?model=llama").content.decode()
+    assert '<option value="llama" selected>llama</option>' in page
+    page = owner_client.get(f"/fleets/{fleet_slug}/?model=gone").content.decode()
+    assert '<option value="gone" selected>gone (not served now)</option>' in page
