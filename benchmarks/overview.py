@@ -213,24 +213,31 @@ def query_count(prometheus: str) -> float:
 
 
 def recorded_queries(fleet: Any, window: Any) -> list[list[tuple[str, Any]]]:
-    """The PromQL an overview sends, from promql.compile_plan, grouped per run_queries
-    call (each group goes out as one parallel batch)."""
+    """The PromQL an overview sends (from promql.compile_plan, each with its own window:
+    the replica table asks for one point), grouped per run_queries call, since each call
+    goes out as one parallel batch."""
+    from dashboard import overview
     from dashboard.queries import prometheus_backend
 
     compile_plan = prometheus_backend.compile_plan
-    seen: list[tuple[str, Any]] = []  # (promql, window)
+    run_queries = overview.run_queries
+    groups: list[list[tuple[str, Any]]] = []
 
     def recording(plan: Any) -> Any:
         compiled = compile_plan(plan)
-        seen.append((compiled.promql, plan.window))
+        groups[-1].append((compiled.promql, plan.window))
         return compiled
 
-    with mock.patch.object(prometheus_backend, "compile_plan", recording):
+    def batch(*args: Any, **kwargs: Any) -> Any:
+        groups.append([])
+        return run_queries(*args, **kwargs)
+
+    with (
+        mock.patch.object(prometheus_backend, "compile_plan", recording),
+        mock.patch.object(overview, "run_queries", batch),
+    ):
         render(fleet, window, "prometheus")
-    groups: dict[Any, list[tuple[str, Any]]] = {}
-    for promql, plan_window in seen:
-        groups.setdefault(plan_window, []).append((promql, plan_window))
-    return list(groups.values())
+    return [group for group in groups if group]
 
 
 def plain_httpx(prometheus: str, groups: list[list[tuple[str, Any]]], workers: int) -> float:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from dashboard.queries.plan import Plan
 from dashboard.queries.promql import compile_plan
 from dashboard.queries.result import QueryResult, ResultSeries, failed, unavailable
@@ -26,6 +28,28 @@ def _points(values: list[Any]) -> dict[int, float]:
         except (TypeError, ValueError):
             continue
     return points
+
+
+def on_grid(values: list[Any], grid_ms: np.ndarray) -> np.ndarray:
+    """Prometheus' [[t, "v"], ...] spread over `grid_ms` (NaN where there is no point), in
+    numpy: a range answer is mostly this conversion, done for every series of every panel.
+    A malformed pair sends the row through `_points`, which skips just that pair."""
+    out = np.full(len(grid_ms), np.nan)
+    if not values:
+        return out
+    try:
+        pairs = np.array(values, dtype=object)
+        stamps = np.rint(pairs[:, 0].astype(np.float64) * 1000).astype(np.int64)
+        parsed = pairs[:, 1].astype(np.float64)
+    except (TypeError, ValueError, IndexError):
+        points = _points(values)
+        return np.array([points.get(int(t), np.nan) for t in grid_ms], dtype=np.float64)
+    where = np.searchsorted(grid_ms, stamps)
+    inside = where < len(grid_ms)
+    hits = inside.copy()
+    hits[inside] = grid_ms[where[inside]] == stamps[inside]
+    out[where[hits]] = parsed[hits]
+    return out
 
 
 def run_prometheus(plan: Plan, *, base_url: str, timeout_seconds: float) -> QueryResult:
@@ -48,13 +72,12 @@ def run_prometheus(plan: Plan, *, base_url: str, timeout_seconds: float) -> Quer
     if len(rows) > MAX_SERIES:
         warnings.append(f"showing the first {MAX_SERIES} of {len(rows)} series")
         rows = rows[:MAX_SERIES]
+    grid_ms = np.array([round(t * 1000) for t in grid], dtype=np.int64)
     series = []
     for row in rows:
-        points = _points(row.get("values") or [])
-        values = tuple(points.get(round(t * 1000)) for t in grid)
-        result = ResultSeries(dict(row.get("metric", {})), grid, values)
-        if result.present:
-            series.append(result)
+        values = on_grid(row.get("values") or [], grid_ms)
+        if np.isfinite(values).any():
+            series.append(ResultSeries.from_array(dict(row.get("metric", {})), grid, values))
     if not series:
         return unavailable(
             "no-data", f"no samples of {plan.resolved_name} in this window", plan.resolved_name
