@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from unittest import mock
 
 import httpx
@@ -77,7 +77,9 @@ def setup_django(var_dir: Path, database_url: str | None, redis_url: str | None)
     call_command("migrate", verbosity=0)
 
 
-def render(fleet: Any, window: Any, backend: str) -> tuple[float, float, dict[str, Any]]:
+def render(
+    fleet: Any, window: Any, backend: Literal["local", "prometheus"]
+) -> tuple[float, float, dict[str, Any]]:
     """One overview_compute + overview_json: total seconds, seconds in the panels'
     run_queries (the part the shared read serves), and the payload."""
     from dashboard import overview
@@ -94,9 +96,7 @@ def render(fleet: Any, window: Any, backend: str) -> tuple[float, float, dict[st
 
     started = time.perf_counter()
     with mock.patch.object(overview, "run_queries", timed):
-        payload = overview.overview_compute(
-            overview.OverviewRequest(fleet, window, backend)  # type: ignore[arg-type]
-        )
+        payload = overview.overview_compute(overview.OverviewRequest(fleet, window, backend))
         overview.overview_json(payload)
     return time.perf_counter() - started, sum(inner), payload
 

@@ -187,11 +187,12 @@ class _Evaluator:
         for raw in series:
             if id(raw) not in memo:
                 shared.setdefault(id(raw.times), []).append(raw)
-        batches: dict[tuple[int, float, float], list[tuple[np.ndarray, list[RawSeries]]]] = {}
+        # Keyed by (length, first time, last time): empty series give just (0,).
+        batches: dict[tuple[float, ...], list[tuple[np.ndarray, list[RawSeries]]]] = {}
         for members in shared.values():
             times = members[0].times
-            shape = (len(times), *times[:1], *times[-1:])
-            same = batches.setdefault(shape, [])  # type: ignore[arg-type]
+            shape: tuple[float, ...] = (len(times), *times[:1].tolist(), *times[-1:].tolist())
+            same = batches.setdefault(shape, [])
             for known, others in same:
                 if np.array_equal(known, times):
                     others.extend(members)
