@@ -181,20 +181,23 @@ def prometheus_on(openmetrics: Path, workdir: Path) -> Iterator[str]:
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/-/ready", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise SystemExit("prometheus did not become ready")
-            time.sleep(0.2)
+        wait_answering(f"{url}/-/ready", proc, timeout=120, what="prometheus")
         yield url
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def wait_answering(url: str, proc: subprocess.Popen[Any], *, timeout: float, what: str) -> None:
+    """Poll `url` until it answers 200; give up when `proc` exits or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with suppress(httpx.HTTPError):
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        if time.monotonic() > deadline or proc.poll() is not None:
+            raise SystemExit(f"{what} did not start")
+        time.sleep(0.2)  # polling interval of a condition wait
 
 
 def query_count(prometheus: str) -> float:
@@ -286,27 +289,19 @@ def asgi_server() -> Iterator[int]:
     """The web process on its own, as deployed: uvicorn serving fleetscope.asgi. In this
     process its event loop would share the GIL with the overview computation."""
     port = free_port()
-    log_file = open(Path(os.environ["FLEETSCOPE_VAR_DIR"]) / "uvicorn.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "fleetscope.asgi:application", "--host", "127.0.0.1",
-         "--port", str(port), "--lifespan", "off", "--log-level", "warning"],
-        cwd=ROOT, env=os.environ.copy(), stdout=log_file, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise SystemExit("uvicorn did not start") from None
-                time.sleep(0.2)
-        yield port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log_file.close()
+    log_path = Path(os.environ["FLEETSCOPE_VAR_DIR"]) / "uvicorn.log"
+    with log_path.open("wb") as log_file:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "fleetscope.asgi:application", "--host",
+             "127.0.0.1", "--port", str(port), "--lifespan", "off", "--log-level", "warning"],
+            cwd=ROOT, env=os.environ.copy(), stdout=log_file, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            wait_answering(f"http://127.0.0.1:{port}/healthz", proc, timeout=60, what="uvicorn")
+            yield port
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
 
 
 def session_cookie() -> str:
@@ -323,6 +318,7 @@ def session_cookie() -> str:
 async def watch(port: int, fleet: Any, cookie: str, viewers: int, prometheus: str) -> dict:
     from websockets.asyncio.client import connect
     from websockets.exceptions import ConnectionClosed
+    from websockets.typing import Origin
 
     from dashboard.live import latest_overview, overviews_publish
 
@@ -337,7 +333,7 @@ async def watch(port: int, fleet: Any, cookie: str, viewers: int, prometheus: st
     received: list[list[str]] = [[] for _ in range(viewers)]
     url = f"ws://127.0.0.1:{port}/ws/fleets/{fleet.code}/"
     sockets = [
-        await connect(url, origin=f"http://127.0.0.1:{port}",  # type: ignore[arg-type]
+        await connect(url, origin=Origin(f"http://127.0.0.1:{port}"),
                       additional_headers={"Cookie": f"sessionid={cookie}"}, max_size=None)
         for _ in range(viewers)
     ]  # fmt: skip

@@ -59,12 +59,13 @@ def replica_instances(fleet: Fleet) -> list[str]:
     return [endpoint.instance for endpoint in endpoints]
 
 
-def filters_from(request: HttpRequest, fleet: Fleet) -> ViewFilters:
+def filters_from(request: HttpRequest, replicas: list[str]) -> ViewFilters:
+    """The view's filters; `replicas` are the fleet's (see `replica_instances`)."""
     backend = BACKENDS.get(request.GET.get("backend") or default_backend())
     if backend is None:
         raise FilterError(f"backend must be one of {', '.join(BACKENDS)}")
     instance = request.GET.get("instance") or None
-    if instance is not None and instance not in replica_instances(fleet):
+    if instance is not None and instance not in replicas:
         raise FilterError(f"replica {instance[:60]!r} is not a vLLM endpoint of this fleet")
     return ViewFilters(
         since=request.GET.get("since") or DEFAULT_RANGE,
@@ -77,8 +78,9 @@ def filters_from(request: HttpRequest, fleet: Fleet) -> ViewFilters:
 
 def _page(request: HttpRequest, slug: str, group: Group | None) -> HttpResponse:
     fleet = get_object_or_404(Fleet, slug=slug)
+    replicas = replica_instances(fleet)
     try:
-        live = filters_from(request, fleet).is_default
+        live = filters_from(request, replicas).is_default
     except FilterError:
         live = False  # the JSON request will answer with the message
     groups = [
@@ -95,7 +97,7 @@ def _page(request: HttpRequest, slug: str, group: Group | None) -> HttpResponse:
         "ranges": list(RANGES),
         "since": request.GET.get("since", DEFAULT_RANGE),
         "backend": request.GET.get("backend", default_backend()),
-        "replicas": replica_instances(fleet),
+        "replicas": replicas,
         "models": served_models(fleet),
         "model": request.GET.get("model", ""),
         "instance": request.GET.get("instance", ""),
@@ -120,7 +122,7 @@ def fleet_group(request: HttpRequest, slug: str, group: str) -> HttpResponse:
 def fleet_overview_json(request: HttpRequest, slug: str) -> HttpResponse:
     fleet = get_object_or_404(Fleet, slug=slug)
     try:
-        filters = filters_from(request, fleet)
+        filters = filters_from(request, replica_instances(fleet))
         group = Group(request.GET["group"]) if request.GET.get("group") else None
     except FilterError as exc:
         return JsonResponse({"error": str(exc)}, status=400)

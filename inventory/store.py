@@ -47,7 +47,10 @@ class DecodedFrame:
 def frames_in_window(
     *, endpoint_ids: Sequence[int], start: datetime, end: datetime
 ) -> Iterator[DecodedFrame]:
-    """Frames with start <= at <= end, oldest first, each layout decoded once."""
+    """Frames with start <= at <= end, oldest first, each layout decoded once.
+
+    The plain ORM read, one frame at a time: `frame_blocks` is the fast path queries use,
+    and the tests hold it to what this returns."""
     frames = (
         SampleFrame.objects.filter(endpoint_id__in=endpoint_ids, at__gte=start, at__lte=end)
         .order_by("at", "endpoint_id")
