@@ -10,8 +10,12 @@ layout and its inventory come from a real render + strict parse) and as
 OpenMetrics for `promtool tsdb create-blocks-from openmetrics`. Overviews show
 the default view (last hour, 15 s step) at the end of the history.
 
-a. Local backend: overview_compute + overview_json against the pre-sharing
-   path (every spec reads the store itself). Goal: p95 < 300 ms.
+a. Local backend: overview_compute + overview_json, in a process set up as the
+   server's (startup heap frozen), each render's window one step after the last,
+   as the live overview moves (so the process caches meet one new frame per
+   endpoint, as every interval does); the first, cold render is printed apart.
+   Baseline: the plain path, where every spec reads the store itself and every
+   frame is fetched and decompressed again. Goal: p95 < 300 ms.
 b. Prometheus backend on the backfilled blocks against the same PromQL (from
    `promql.compile_plan`) sent with plain httpx from a pool of the same width.
    Goal: <= 1.3x.
@@ -110,6 +114,18 @@ class _NoSharedReads:
         return None
 
 
+@contextmanager
+def plain_reads() -> Iterator[None]:
+    """The baseline's store path: every spec reads the store itself, and every frame is
+    fetched and decompressed again (the frame cache bypassed, not emptied, so the renders
+    it is interleaved with keep theirs)."""
+    with (
+        mock.patch("dashboard.queries.run.StoreWindow", _NoSharedReads),
+        mock.patch("inventory.store._frame_cache_limit", lambda: 0),
+    ):
+        yield
+
+
 def summary(times: list[float]) -> str:
     p95 = float(np.percentile(times, 95))
     return f"p50 {statistics.median(times) * 1000:7.1f} ms   p95 {p95 * 1000:7.1f} ms"
@@ -127,26 +143,38 @@ def comparable(payload: Any) -> Any:
     return payload
 
 
-def bench_local(fleet: Any, window: Any, renders: int, baseline_renders: int) -> None:
-    render(fleet, window, "local")  # warm caches (imports, catalog) outside the timings
+def bench_local(fleet: Any, windows: list[Any], renders: int, baseline_renders: int) -> None:
+    """Renders as the live overview makes them: each window ends one step after the last
+    (so each render meets one new frame per endpoint, as every interval does), in a
+    process set up as the server's (fleetscope.asgi freezes the startup heap)."""
+    from fleetscope.heap import freeze_startup_heap
+
+    freeze_startup_heap()
+    cold, _, _ = render(fleet, windows[0], "local")  # imports, catalog, store caches
     ours, ours_panels, base, base_panels, same = [], [], [], [], True
-    for i in range(renders):  # interleaved, so drift hits both sides alike
+    payloads = []
+    # FleetScope's renders first, as a server makes them one interval after another: the
+    # baseline's reads would fill the process caches (block indexes) with its own entries.
+    for window in windows[1 : 1 + renders]:
         seconds, panel_seconds, shared = render(fleet, window, "local")
         ours.append(seconds)
         ours_panels.append(panel_seconds)
-        if i < baseline_renders:
-            with mock.patch("dashboard.queries.run.StoreWindow", _NoSharedReads):
-                seconds, panel_seconds, alone = render(fleet, window, "local")
-            base.append(seconds)
-            base_panels.append(panel_seconds)
-            same = same and comparable(shared) == comparable(alone)
-    panels = shared["panels"]
+        payloads.append(shared)
+    for window, shared in zip(windows[1 : 1 + baseline_renders], payloads, strict=False):
+        with plain_reads():
+            seconds, panel_seconds, alone = render(fleet, window, "local")
+        base.append(seconds)
+        base_panels.append(panel_seconds)
+        same = same and comparable(shared) == comparable(alone)
+    panels = payloads[-1]["panels"]
     drawn = sum(p["status"] in ("ok", "partial") for p in panels)
     print(f"\na. local backend, overview of the last hour ({drawn}/{len(panels)} panels drawn); "
-          f"{renders} renders, baseline {len(base)}")  # fmt: skip
+          f"{renders} renders, each window one step on, baseline {len(base)}")  # fmt: skip
     print(f"   fleetscope, whole render:       {summary(ours)}   "
           f"(goal p95 < {GOAL_P95_SECONDS * 1000:.0f} ms)")  # fmt: skip
-    print(f"   baseline, whole render:         {summary(base)}   (every spec reads the store)")
+    print(f"   fleetscope, first render after start (cold caches): {cold * 1000:.0f} ms")
+    print(f"   baseline, whole render:         {summary(base)}   "
+          "(every spec reads and decodes the store)")  # fmt: skip
     print(f"   fleetscope, panel run_queries:  {summary(ours_panels)}   (one shared store read)")
     print(f"   baseline, panel run_queries:    {summary(base_panels)}")
     print(f"   speed-up: whole render {statistics.median(base) / statistics.median(ours):.1f}x, "
@@ -409,12 +437,17 @@ def main() -> None:
         openmetrics = workdir / "history.om" if with_prometheus else None
         fleet, end = fill(args.replicas, args.hours, openmetrics)
         window = Window(end - VIEW, end, STEP_SECONDS)
+        step = timedelta(seconds=STEP_SECONDS)
+        moving = [
+            Window(end - VIEW - k * step, end - k * step, STEP_SECONDS)
+            for k in reversed(range(args.renders + 1))
+        ]
         engine = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
         print(
             f"fleet: {args.replicas} replicas (+ DCGM, gateway, prober) x {args.hours:g} h at "
             f"{STEP_SECONDS:g} s; database {engine}"
         )
-        bench_local(fleet, window, args.renders, args.baseline_renders)
+        bench_local(fleet, moving, args.renders, args.baseline_renders)
         if openmetrics is not None:
             with prometheus_on(openmetrics, workdir) as prometheus, override_settings(
                 PROMETHEUS_URL=prometheus, PROMETHEUS_TIMEOUT_SECONDS=30.0

@@ -7,13 +7,15 @@ heatmap. Every builder keeps gaps as null and never puts a bare NaN in the JSON.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal, get_args
 
+import numpy as np
+
 from dashboard.heatmaps import bucket_rates
-from dashboard.queries import QueryResult
+from dashboard.queries import QueryResult, ResultSeries
 
 PanelKind = Literal["line", "stacked", "heatmap"]
 PANEL_KINDS: frozenset[str] = frozenset(get_args(PanelKind))
@@ -40,14 +42,23 @@ def _label(trace: str, labels: Mapping[str, str]) -> str:
     return plotly_text(shown if trace.startswith("by ") else f"{trace} ({shown})")
 
 
-def _clean(values: Sequence[float | None]) -> list[float | None]:
-    # Gaps stay gaps: NaN and infinities become null, never a zero or a bare NaN token.
-    return [v if v is not None and math.isfinite(v) else None for v in values]
+def _y(series: ResultSeries) -> list[float | None]:
+    # Gaps stay gaps: a ResultSeries already holds finite floats or None (both of its
+    # constructors turn NaN and infinities into None), so a copy is the cleaned column.
+    return list(series.values)
+
+
+@lru_cache(maxsize=32)
+def _grid_ms(timestamps: tuple[float, ...]) -> tuple[int, ...]:
+    # Every series of a window shares its step grid, so it is converted once per grid,
+    # not once per trace. np.rint rounds half to even as round() does: the same integers.
+    return tuple(np.rint(np.asarray(timestamps, dtype=float) * 1000).astype(np.int64).tolist())
 
 
 def _ms(timestamps: Sequence[float]) -> list[int]:
-    # Milliseconds since the epoch: plotly reads them as UTC dates.
-    return [round(t * 1000) for t in timestamps]
+    # Milliseconds since the epoch: plotly reads them as UTC dates. A list per trace, so
+    # no two traces share one that a caller might change.
+    return list(_grid_ms(tuple(timestamps)))
 
 
 def _layout(unit: str) -> dict[str, Any]:
@@ -95,7 +106,7 @@ def line_figure(
                     "mode": "lines",
                     "name": _label(trace, series.labels),
                     "x": _ms(series.timestamps),
-                    "y": _clean(series.values),
+                    "y": _y(series),
                     "connectgaps": False,
                 }
             )
@@ -136,22 +147,22 @@ def stacked_figure(results: Mapping[str, QueryResult], *, unit: str) -> dict[str
     unknown), and each run of complete steps is its own stack group.
     """
     layers = [
-        (_label(trace, series.labels), _clean(series.values), series.timestamps)
+        (_label(trace, series.labels), series)
         for trace, result in results.items()
         for series in result.series
     ]
-    grids = {stamps for _, _, stamps in layers}
+    grids = {series.timestamps for _, series in layers}
     if len(grids) != 1:
         return line_figure(results, unit=unit)
     x = _ms(grids.pop())
-    complete = [all(values[i] is not None for _, values, _ in layers) for i in range(len(x))]
-    runs = _complete_runs(complete)
+    gaps = np.isnan(np.vstack([series.floats for _, series in layers])).any(axis=0)
+    runs = _complete_runs((~gaps).tolist())
     if not runs:
         # No step where the stack is whole: show what there is as lines, gaps and all.
         return line_figure(results, unit=unit)
     data: list[dict[str, Any]] = []
     for run, (start, stop) in enumerate(runs):
-        for layer, (name, values, _) in enumerate(layers):
+        for layer, (name, series) in enumerate(layers):
             colour = COLOURS[layer % len(COLOURS)]
             data.append(
                 {
@@ -160,7 +171,7 @@ def stacked_figure(results: Mapping[str, QueryResult], *, unit: str) -> dict[str
                     "mode": "lines" if stop - start > 1 else "lines+markers",
                     "name": name,
                     "x": x[start:stop],
-                    "y": values[start:stop],
+                    "y": list(series.values[start:stop]),
                     "stackgroup": f"run{run}",
                     "legendgroup": name,
                     "showlegend": run == 0,

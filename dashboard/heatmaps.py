@@ -12,6 +12,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from dashboard.queries import ResultSeries
 
 # Bucket rates come from separate series; differences this small are float rounding, not a
@@ -50,22 +52,23 @@ def _parse_le(text: str) -> float:
         return math.nan
 
 
-def _merge(old: Column | None, new: Column) -> Column:
+def _merge(old: np.ndarray | None, new: np.ndarray) -> np.ndarray:
     if old is None:
         return new
-    return [b if a is None else a if b is None else a + b for a, b in zip(old, new, strict=True)]
+    # Two spellings of one edge ("1" and "1.0") add up; a gap in one keeps the other's value.
+    return np.where(np.isnan(old), new, np.where(np.isnan(new), old, old + new))
 
 
-def _histograms(series: Sequence[ResultSeries]) -> dict[HistogramKey, dict[float, Column]]:
+def _histograms(series: Sequence[ResultSeries]) -> dict[HistogramKey, dict[float, np.ndarray]]:
     """Series grouped into histograms (labels other than `le`), keyed by numeric edge."""
-    histograms: dict[HistogramKey, dict[float, Column]] = {}
+    histograms: dict[HistogramKey, dict[float, np.ndarray]] = {}
     for one in series:
         edge = _parse_le(one.labels.get("le", ""))
         if math.isnan(edge):
             continue
         key = tuple(sorted((k, v) for k, v in one.labels.items() if k != "le"))
         buckets = histograms.setdefault(key, {})
-        buckets[edge] = _merge(buckets.get(edge), list(one.values))
+        buckets[edge] = _merge(buckets.get(edge), one.floats)
     return histograms
 
 
@@ -81,33 +84,40 @@ def _layout_notes(edge_sets: list[set[float]], edges: list[float]) -> list[str]:
     return notes
 
 
-def _cumulative_at(
-    histograms: Sequence[dict[float, Column]], edges: Sequence[float], step: int
-) -> list[float] | None:
-    """Fleet-wide cumulative rates at `step`: the sum over replicas with every edge present."""
-    total: list[float] | None = None
+def _fleet_cumulative(
+    histograms: Sequence[dict[float, np.ndarray]], edges: Sequence[float], steps: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Fleet-wide cumulative rates, [edge, step], and the steps where any replica had every
+    edge: the sum over those replicas, as `sum` does (one replica's gap leaves the rest)."""
+    total = np.zeros((len(edges), steps))
+    counted = np.zeros(steps, dtype=bool)
     for buckets in histograms:
-        column = [buckets[edge][step] for edge in edges]
-        if any(v is None for v in column):
-            continue  # this replica has no value here; the others still add up, as `sum` does
-        present = [float(v) for v in column if v is not None]
-        total = present if total is None else [a + b for a, b in zip(total, present, strict=True)]
-    return total
+        column = np.vstack([buckets[edge] for edge in edges])
+        whole = ~np.isnan(column).any(axis=0)
+        # The first replica at a step is taken as is, later ones added in order: the same
+        # floats as adding them one by one, down to the sign of a zero.
+        total = np.where(whole, np.where(counted, total + column, column), total)
+        counted |= whole
+    return total, counted
 
 
-def _decumulate(cumulative: Sequence[float]) -> tuple[list[float], int | None]:
-    """Per-bucket rates, or the index of the first edge where the buckets count down."""
-    counts, below = [], 0.0
-    for index, value in enumerate(cumulative):
-        count = value - below
-        if count < 0:
-            noise = BUCKET_NOISE_RELATIVE * max(abs(value), abs(below)) + BUCKET_NOISE_ABSOLUTE
-            if -count > noise:
-                return [], index
-            count = 0.0
-        counts.append(count)
-        below = max(below, value)
-    return counts, None
+def _decumulate(cumulative: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-bucket rates, [edge, step], and per step the index of the first edge where the
+    buckets count down by more than float noise (-1 where they never do)."""
+    # What the edges below have counted so far: the running maximum, from 0. numpy may keep
+    # -0.0 where 0.0 ties with it; "+ 0.0" makes that 0.0 (and changes no other number), so a
+    # zero bucket is written with the same sign as the one-value-at-a-time rule gives it.
+    previous = np.vstack([np.zeros((1, cumulative.shape[1])), cumulative[:-1]])
+    below = np.maximum.accumulate(previous, axis=0) + 0.0
+    counts = cumulative - below
+    falling = counts < 0
+    noise = (
+        BUCKET_NOISE_RELATIVE * np.maximum(np.abs(cumulative), np.abs(below))
+        + BUCKET_NOISE_ABSOLUTE
+    )
+    counting_down = falling & (-counts > noise)
+    first = np.where(counting_down.any(axis=0), counting_down.argmax(axis=0), -1)
+    return np.where(falling, 0.0, counts), first
 
 
 def bucket_rates(series: Sequence[ResultSeries]) -> BucketRates:
@@ -124,21 +134,18 @@ def bucket_rates(series: Sequence[ResultSeries]) -> BucketRates:
     edge_sets = [set(buckets) for buckets in histograms.values()]
     edges = sorted(set.intersection(*edge_sets))
     notes = _layout_notes(edge_sets, edges)
-    steps = len(series[0].values)
-    rows: list[Column] = [[None] * steps for _ in edges]
-    falling: dict[float, int] = {}
-    for step in range(steps):
-        cumulative = _cumulative_at(list(histograms.values()), edges, step)
-        if cumulative is None:
-            continue
-        counts, bad = _decumulate(cumulative)
-        if bad is not None:
-            falling[edges[bad]] = falling.get(edges[bad], 0) + 1
-            continue
-        for row, count in zip(rows, counts, strict=True):
-            row[step] = count
+    if not edges:
+        return BucketRates((), (), tuple(notes))
+    cumulative, counted = _fleet_cumulative(list(histograms.values()), edges, len(series[0].values))
+    counts, first_falling = _decumulate(cumulative)
+    untrusted = counted & (first_falling >= 0)
+    per_edge = np.bincount(first_falling[untrusted], minlength=len(edges)).tolist()
+    falling = {edge: n for edge, n in zip(edges, per_edge, strict=True) if n}
+    shown = counts.astype(object)
+    shown[:, ~(counted & ~untrusted)] = None
+    rows: list[Column] = shown.tolist()
     notes += [
         f"buckets decrease at le={edge:g} in {count} step(s): left blank, not trusted"
-        for edge, count in sorted(falling.items())
+        for edge, count in falling.items()
     ]
     return BucketRates(tuple(edges), tuple(rows), tuple(notes), sum(falling.values()))

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import orjson
 from django.utils import timezone
 
 from dashboard.figures import panel_figure
@@ -151,8 +151,17 @@ def panel_compute(
 
 
 def overview_json(payload: dict[str, Any]) -> str:
-    # allow_nan=False: a stray NaN must fail here, not in the browser's JSON.parse.
-    return json.dumps(payload, allow_nan=False, separators=(",", ":"))
+    """`payload` as compact JSON text: what the views return, the live push sends and
+    the cache holds.
+
+    Strict JSON whatever the numbers: NaN and infinities come out as `null` (a gap, as the
+    figures draw them), never as the bare `NaN` token the browser's JSON.parse rejects.
+    numpy numbers are written as plain numbers, non-ASCII text as itself (no \\u escapes).
+    A key that is not a string, or an object orjson has no JSON form for, raises TypeError.
+    """
+    # orjson: about ten times json.dumps on a 32-replica overview. Text, not bytes: the
+    # websocket sends text frames, and the views and the cache share this one value.
+    return orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY).decode()
 
 
 def _iso(moment: datetime) -> str:

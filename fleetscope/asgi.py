@@ -19,9 +19,10 @@ def build_application() -> object:
     from channels.routing import ProtocolTypeRouter, URLRouter
     from channels.security.websocket import AllowedHostsOriginValidator
 
+    from fleetscope.heap import freeze_startup_heap
     from fleetscope.routing import websocket_urlpatterns
 
-    return ProtocolTypeRouter(
+    application = ProtocolTypeRouter(
         {
             "http": django_asgi_app,
             "websocket": AllowedHostsOriginValidator(
@@ -29,6 +30,13 @@ def build_application() -> object:
             ),
         }
     )
+    # Import the views (and numpy, pandas) now, not on the first request, so they are
+    # part of the frozen heap.
+    from django.urls import get_resolver
+
+    get_resolver().url_patterns  # noqa: B018
+    freeze_startup_heap()
+    return application
 
 
 with exit_on_config_error():

@@ -101,6 +101,9 @@ FLEETSCOPE_STORE_RETENTION_HOURS = env.float("FLEETSCOPE_STORE_RETENTION_HOURS",
 FLEETSCOPE_STORE_RESOLUTION_SECONDS = env.float(
     "FLEETSCOPE_STORE_RESOLUTION_SECONDS", 0.0, minimum=0.0
 )
+# Decompressed frame values kept per process for the next read (the live overview rereads
+# the same hour every interval); a bound in MiB, 0 turns the cache off.
+FLEETSCOPE_FRAME_CACHE_MB = env.float("FLEETSCOPE_FRAME_CACHE_MB", 256.0, minimum=0.0)
 
 # Embedded mode runs periodic jobs in the web process; production uses Celery beat.
 FLEETSCOPE_INPROCESS_SCHEDULER = REDIS_URL is None

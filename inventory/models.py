@@ -169,11 +169,19 @@ class SampleFrame(models.Model):
     series_set = models.ForeignKey(SeriesSet, on_delete=models.CASCADE, related_name="frames")
     at = models.DateTimeField()
     values_blob = models.BinaryField()
+    # Random per written row, so (pk, token) names one frame's values for good: store.py
+    # caches decompressed values under it. The pk alone cannot: SQLite hands a rolled-back
+    # rowid out again, to another frame of the same endpoint and time. 0: written before
+    # tokens (or by hand), never cached.
+    token = models.BigIntegerField(default=0)
 
     class Meta:
         indexes = [
-            # store.frames_in_window: one endpoint's frames in a time range.
-            models.Index(fields=["endpoint", "at"], name="sampleframe_endpoint_at"),
+            # store.frame_blocks checks its cached span listings with COUNT and SUM(token %
+            # P) per endpoint over a time range: with token in the index that is an
+            # index-only scan. It replaces a plain (endpoint, at) index, which the unique
+            # constraint's own index already gives every other (endpoint, at) range read.
+            models.Index(fields=["endpoint", "at", "token"], name="sampleframe_endpoint_at_tok"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["endpoint", "at"], name="sampleframe_unique_at"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -195,6 +196,8 @@ def _record_cycle(fleet_id: int, results: list[tuple[Endpoint, ScrapeOutcome]]) 
                         series_set_id=series_set_id,
                         at=outcome.started_at,
                         values_blob=outcome.values_blob,
+                        # Fresh per row: see SampleFrame.token (the read cache's key).
+                        token=secrets.randbits(63),
                     )
                 )
         ScrapeRun.objects.bulk_create(runs, ignore_conflicts=True)

@@ -1,33 +1,28 @@
-"""Reads of the embedded sample store (writes happen in services, one cycle at a time)."""
+"""Reads of the embedded sample store (writes happen in services, one cycle at a time): the
+plain ORM read of frames (`frames_in_window`), decoded layouts and the label values they
+hold, and `frame_blocks`, the fast block read the queries use, through the per-process
+caches of `store_values` and `store_listings` when FLEETSCOPE_FRAME_CACHE_MB allows."""
 
 from __future__ import annotations
 
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import numpy as np
-from django.db import connections
-from django.db.models import QuerySet
-from django.db.models.sql.constants import MULTI
-from django.utils.dateparse import parse_datetime
-from django.utils.timezone import make_aware
+from django.conf import settings
 
 from inventory.models import SampleFrame, SeriesSet
 from inventory.store_codec import Series, decode_layout, decode_values
+from inventory.store_listings import SPAN_LISTINGS, SpanListing, span_listings
 
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-NAIVE_EPOCH = EPOCH.replace(tzinfo=None)
-MICROSECOND = timedelta(microseconds=1)
-
-
-def micros(moment: datetime) -> int:
-    """Exact microseconds since the epoch (floats would blur the inclusive window edges)."""
-    return (moment - EPOCH) // MICROSECOND
+# micros is this module's to import too: readers take it from here with frame_blocks.
+from inventory.store_rows import BlockKey, BlockRows, FrameKey, frame_rows, micros
+from inventory.store_values import FRAME_CACHE, with_values
 
 
 @dataclass(frozen=True)
@@ -134,69 +129,131 @@ class FrameBlock:
     values: np.ndarray  # float64, shape (frames, len(series))
 
 
-def frame_blocks(
-    *, endpoint_ids: Sequence[int], start: datetime, end: datetime, names: frozenset[str]
-) -> list[FrameBlock]:
-    """Frames with start <= at <= end in one query, each layout decoded once and each
-    values vector decompressed once (not at all when its layout holds none of `names`)."""
-    frames = (
-        SampleFrame.objects.filter(endpoint_id__in=endpoint_ids, at__gte=start, at__lte=end)
-        .order_by("endpoint_id", "at")  # the (endpoint, at) index order
-        .values_list("endpoint_id", "at", "series_set_id", "values_blob")
-    )
-    layouts = _layouts(endpoint_ids)
-    kept: dict[int, tuple[tuple[Series, ...], np.ndarray, int]] = {}
-    # (endpoint, series set) -> each frame's micros and decompressed values bytes. The bytes
-    # are joined and viewed as one (frames x layout) matrix per block: no numpy call per row.
-    rows: dict[tuple[int, int], tuple[list[int], list[bytes]]] = {}
-    for endpoint_id, micro, series_set_id, blob in _frame_rows(frames):
-        columns = kept.get(series_set_id)
-        if columns is None:
+# Here rather than in store_values: the one setting switches both caches, and it is where
+# `frame_blocks` looks it up (the benchmarks' baseline patches it here to bypass them).
+def _frame_cache_limit() -> int:
+    """The frame cache's bound in bytes, from the setting as it is now; 0: off (and then
+    emptied, the span listings too, so turning it off frees the memory as well)."""
+    limit = int(settings.FLEETSCOPE_FRAME_CACHE_MB * 2**20)
+    if limit <= 0:
+        FRAME_CACHE.clear()
+        SPAN_LISTINGS.clear()
+    return max(limit, 0)
+
+
+class _KeptColumns:
+    """Per series set: the kept layout entries, their column indexes, the layout's width."""
+
+    def __init__(self, layouts: Mapping[int, list[Series]], names: frozenset[str]) -> None:
+        self._layouts = layouts
+        self._names = names
+        self._kept: dict[int, tuple[tuple[Series, ...], np.ndarray, int]] = {}
+
+    def __getitem__(self, series_set_id: int) -> tuple[tuple[Series, ...], np.ndarray, int]:
+        kept = self._kept.get(series_set_id)
+        if kept is None:
             # A series set written after the layouts were read (a scrape cycle landed).
-            layout = layouts.get(series_set_id) or _layout(series_set_id)
-            wanted = [i for i, (name, _) in enumerate(layout) if name in names]
-            columns = kept[series_set_id] = (
+            layout = self._layouts.get(series_set_id) or _layout(series_set_id)
+            wanted = [i for i, (name, _) in enumerate(layout) if name in self._names]
+            kept = self._kept[series_set_id] = (
                 tuple(layout[i] for i in wanted),
                 np.array(wanted, dtype=np.intp),
                 len(layout),
             )
-        micro_list, chunks = rows.setdefault((endpoint_id, series_set_id), ([], []))
-        micro_list.append(micro)
-        if len(columns[1]):
-            chunks.append(zlib.decompress(blob))  # store_codec.decode_values, left as bytes
+        return kept
+
+
+def frame_blocks(
+    *, endpoint_ids: Sequence[int], start: datetime, end: datetime, names: frozenset[str]
+) -> list[FrameBlock]:
+    """Frames with start <= at <= end, each layout decoded once and each values vector
+    decompressed once (not at all when its layout holds none of `names`).
+
+    With the frame cache on (FLEETSCOPE_FRAME_CACHE_MB), which frames the span holds comes
+    from this process's span listings (`store_listings.span_listings`: a summary query
+    checks them, and usually only the newest frames need listing), and only values this
+    process has not decompressed before are fetched, by pk (`store_values.with_values`).
+    The live overview rereads the same hour every
+    interval, moved by one step: that is about one new frame per endpoint to list and to
+    fetch instead of the whole hour. With the cache off, one query reads the span, values
+    and all."""
+    limit = _frame_cache_limit()
+    columns = _KeptColumns(_layouts(endpoint_ids), names)
+    if limit:
+        ids = sorted(set(endpoint_ids))
+        listings = span_listings(ids, start, end)
+        rows = with_values(_listed_rows(listings, micros(start), micros(end), columns), limit)
+    else:
+        rows = _span_rows(endpoint_ids, start, end, columns)
     blocks = []
     for (endpoint_id, series_set_id), (micro_list, chunks) in rows.items():
-        series, columns, width = kept[series_set_id]
+        series, wanted, width = columns[series_set_id]
         if chunks:
             matrix = np.frombuffer(b"".join(chunks), dtype=np.float64).reshape(-1, width)
-            values = matrix[:, columns]  # a copy: only the wanted columns stay alive
+            values = matrix[:, wanted]  # a copy: only the wanted columns stay alive
         else:
             values = np.empty((len(micro_list), 0))
+        # A copy too: the listing a block's micros come from is shared and cached.
         at_micros = np.array(micro_list, dtype=np.int64)
         blocks.append(FrameBlock(endpoint_id, series, at_micros, _timestamps(at_micros), values))
     return blocks
 
 
-def _frame_rows(frames: QuerySet[Any, Any]) -> Iterator[tuple[int, int, int, Any]]:
-    """(endpoint id, exact micros, series set id, values blob) of each row of `frames`, a
-    values_list of those four columns, as `.iterator(chunk_size=500)` reads it but without
-    Django's per-row converters: parsing and making `at` aware for every frame costs about
-    as much as decompressing its values. Only `at` needs converting, to micros, here."""
-    connection = connections[frames.db]
-    tz = connection.timezone
-    utc = tz is not None and tz.utcoffset(None) == timedelta(0)
-    compiler = frames.query.get_compiler(using=frames.db)
-    chunked = not connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
-    for chunk in compiler.execute_sql(MULTI, chunked_fetch=chunked, chunk_size=500):
-        for endpoint_id, at, series_set_id, blob in chunk:
-            if not isinstance(at, datetime):
-                at = parse_datetime(at)  # a driver without a datetime converter: ISO text
-            if at.tzinfo is not None:  # drivers that know time zones (PostgreSQL)
-                yield endpoint_id, micros(at), series_set_id, blob
-            elif utc:  # naive UTC (SQLite): no need to attach a zone to subtract
-                yield endpoint_id, (at - NAIVE_EPOCH) // MICROSECOND, series_set_id, blob
-            else:  # naive in the connection's own zone, as Django would make it aware
-                yield endpoint_id, micros(make_aware(at, tz)), series_set_id, blob
+def _span_rows(
+    endpoint_ids: Sequence[int], start: datetime, end: datetime, columns: _KeptColumns
+) -> BlockRows:
+    """The span in one query, every frame with its values, in (endpoint, at) order: the
+    read without the frame cache."""
+    frames = (
+        SampleFrame.objects.filter(endpoint_id__in=endpoint_ids, at__gte=start, at__lte=end)
+        .order_by("endpoint_id", "at")  # the (endpoint, at) index order
+        .values_list("endpoint_id", "at", "series_set_id", "values_blob")
+    )
+    # The bytes are joined and viewed as one (frames x layout) matrix per block: no numpy
+    # call per row.
+    rows: dict[BlockKey, tuple[list[int], list[bytes | FrameKey]]] = {}
+    for endpoint_id, micro, series_set_id, blob in frame_rows(frames):
+        micro_list, chunks = rows.setdefault((endpoint_id, series_set_id), ([], []))
+        micro_list.append(micro)
+        if len(columns[series_set_id][1]):
+            chunks.append(zlib.decompress(blob))  # store_codec.decode_values, left as bytes
+    return dict(rows)  # as BlockRows: its micros are only read from here on
+
+
+def _listed_rows(
+    listings: Mapping[int, SpanListing], start: int, end: int, columns: _KeptColumns
+) -> BlockRows:
+    """The blocks of these listings' frames in [start, end] micros, in the order one
+    (endpoint, at) ordered query would first meet them; frames are keys, except those
+    written before tokens, whose values the listing brought along."""
+    rows: BlockRows = {}
+    for endpoint_id in sorted(listings):
+        listing = listings[endpoint_id]
+        span = listing.span(start, end)
+        at = listing.at[span]
+        if not len(at):
+            continue
+        series_sets = listing.series_set[span]
+        first = series_sets[0]
+        if (series_sets == first).all():  # the usual case: one layout all along
+            groups: list[tuple[int, Any]] = [(int(first), slice(None))]
+        else:
+            held, firsts = np.unique(series_sets, return_index=True)
+            groups = [(int(held[i]), series_sets == held[i]) for i in np.argsort(firsts)]
+        pks, tokens = listing.pk[span], listing.token[span]
+        for series_set_id, taken in groups:
+            chunks: list[bytes | FrameKey] = []
+            if len(columns[series_set_id][1]):
+                keys = zip(pks[taken].tolist(), tokens[taken].tolist(), strict=True)
+                if listing.inline:
+                    chunks = [
+                        zlib.decompress(listing.inline[key[0]]) if key[1] == 0 else key
+                        for key in keys
+                    ]
+                else:
+                    chunks = list(keys)
+            rows[(endpoint_id, series_set_id)] = (at[taken], chunks)
+    return rows
 
 
 def _timestamps(at_micros: np.ndarray) -> np.ndarray:

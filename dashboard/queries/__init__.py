@@ -1,4 +1,4 @@
-"""Query specs and the two backends that run them (PromQL on Prometheus, pandas locally).
+"""Query specs and the two backends that run them (PromQL on Prometheus, numpy locally).
 
 from dashboard.queries import Quantile, Scope, Window, run_query
 result = run_query(Quantile("ttft", 0.95, by=("model_name",)),

@@ -1,30 +1,32 @@
-"""Evaluating query specs over the embedded store with Prometheus semantics (pandas + numpy).
+"""Evaluating query specs over the embedded store with Prometheus semantics (numpy).
 
 Results are `Vectors`: for each output label set, one float array on the
 window's step grid, NaN where the series has no value. Aggregations follow
 PromQL: `sum by` adds only the series present at a step, and a group with no
-series present is absent (NaN), never 0.
+series present is absent (NaN), never 0. They give pandas' groupby results to
+the bit (tests/dashboard/queries/test_fast_paths.py holds them to it); pandas'
+per-call overhead was a tenth of a render, so they are done in numpy here.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
-import pandas as pd
 
+from dashboard.queries.local_chunks import LabelSet, SeriesChunk
+from dashboard.queries.local_histograms import BadHistogram, check_counts, check_histograms
 from dashboard.queries.local_math import (
     LOOKBACK_SECONDS,
     bucket_quantiles,
-    counter_deltas,
     counter_deltas_rows,
+    group_reduce,
     group_sums,
-    instant_values,
+    instant_values_rows,
     parse_le,
 )
-from dashboard.queries.local_series import LabelSet, RawSeries, ReadNeed, StoreRead, StoreWindow
+from dashboard.queries.local_series import ReadNeed, StoreWindow
 from dashboard.queries.plan import Plan, ResolvedKey
 from dashboard.queries.promql import bracket, bracket_warning
 from dashboard.queries.result import QueryResult, ResultSeries, unavailable
@@ -41,11 +43,6 @@ from dashboard.queries.spec import (
 
 Vectors = dict[LabelSet, np.ndarray]
 T = TypeVar("T")
-_PANDAS_AGG = {"avg": "mean", "max": "max", "min": "min"}
-
-
-class BadHistogram(Exception):
-    """The raw buckets cannot give a trustworthy quantile (reliability E30)."""
 
 
 def _group_key(labels: Mapping[str, str], by: Sequence[str]) -> LabelSet:
@@ -53,24 +50,64 @@ def _group_key(labels: Mapping[str, str], by: Sequence[str]) -> LabelSet:
     return tuple((label, labels[label]) for label in by if labels.get(label))
 
 
+# Rows to aggregate: each row's labels, a (rows, steps) matrix of their values, and the
+# memo of the chunk the labels come from (None for other rows), where their groups keep.
+Part = tuple[Sequence[Mapping[str, str]], np.ndarray, dict | None]
+
+
 def aggregate(
     items: Sequence[tuple[Mapping[str, str], np.ndarray]], by: Sequence[str], agg: str = "sum"
 ) -> Vectors:
+    """`agg by (by)` of some series, each (labels, values on the step grid)."""
     if not items:
         return {}
-    keys = [_group_key(labels, by) for labels, _ in items]
-    ids = {key: i for i, key in enumerate(dict.fromkeys(keys))}
-    groups = np.array([ids[key] for key in keys])
+    part = ([labels for labels, _ in items], np.vstack([v for _, v in items]), None)
+    return aggregate_parts([part], by, agg)
+
+
+def _row_groups(
+    labels: Sequence[Mapping[str, str]], by: Sequence[str]
+) -> tuple[np.ndarray, list[LabelSet]]:
+    """Each row's group as an index into the returned keys, keys in order of first row."""
+    keys: dict[LabelSet, int] = {}
+    if not by:
+        return np.zeros(len(labels), dtype=np.intp), [()]
+    # One key per distinct tuple of `by` values: rows mostly repeat a few groups.
+    seen: dict[tuple[str | None, ...], int] = {}
+    groups = np.empty(len(labels), dtype=np.intp)
+    for i, row in enumerate(labels):
+        values = tuple(map(row.get, by))
+        group = seen.get(values)
+        if group is None:
+            # PromQL drops empty labels, so a series without a `by` label joins the "" group.
+            key = tuple(pair for pair in zip(by, values, strict=True) if pair[1])
+            group = seen[values] = keys.setdefault(key, len(keys))
+        groups[i] = group
+    return groups, list(keys)
+
+
+def aggregate_parts(parts: Sequence[Part], by: Sequence[str], agg: str = "sum") -> Vectors:
+    """`agg by (by)` of every row of `parts`, in their order; groups are numbered in
+    order of their first row, which fixes the order sums are added in."""
+    parts = [part for part in parts if len(part[0])]
+    if not parts:
+        return {}
+    ids: dict[LabelSet, int] = {}
+    numbered = []
+    for labels, _, memo in parts:
+        found = None if memo is None else memo.get(("groups", tuple(by)))
+        if found is None:
+            found = _row_groups(labels, by)
+            if memo is not None:  # a chunk's rows: the same groups for every window
+                memo[("groups", tuple(by))] = found
+        local, keys = found
+        numbered.append(np.array([ids.setdefault(key, len(ids)) for key in keys])[local])
+    groups = numbered[0] if len(numbered) == 1 else np.concatenate(numbered)
+    matrix = parts[0][1] if len(parts) == 1 else np.vstack([values for _, values, _ in parts])
     if agg == "sum":
-        sums = group_sums(np.vstack([values for _, values in items]), groups, len(ids))
-        if sums is not None:
-            return {key: sums[i] for key, i in ids.items()}
-    frame = pd.DataFrame(np.column_stack([values for _, values in items]))
-    grouped = frame.T.groupby(groups)
-    # min_count=1: a group with no series present stays absent (NaN), never 0.
-    table = grouped.sum(min_count=1) if agg == "sum" else getattr(grouped, _PANDAS_AGG[agg])()
-    # Group ids are 0..n-1 and groupby sorts them, so row i of the table is group i.
-    rows = table.to_numpy(dtype=float)
+        sums = group_sums(matrix, groups, len(ids))
+        return {key: sums[i] for key, i in ids.items()}
+    rows = group_reduce(matrix, groups, len(ids), agg)
     return {key: rows[i] for key, i in ids.items()}
 
 
@@ -151,7 +188,9 @@ class _Evaluator:
             raise value
         return value
 
-    def read(self, resolved: ResolvedKey, names: set[str], spec: Spec, reach: float) -> StoreRead:
+    def read(
+        self, resolved: ResolvedKey, names: set[str], spec: Spec, reach: float
+    ) -> tuple[SeriesChunk, ...]:
         """Samples of `names` reaching `reach` seconds before the window (range or lookback)."""
         need = _need(self.plan, resolved, names, reach)
         if self.store is None:
@@ -162,229 +201,216 @@ class _Evaluator:
         key = ("read", tuple(need.endpoints.items()), need.names, need.start, need.end,
                self.plan.model_name, match)  # fmt: skip
         read = self.cached(
-            key, lambda: store.read(need, model_name=self.plan.model_name, match=match)
+            key, lambda: store.chunks(need, model_name=self.plan.model_name, match=match)
         )
         for instance, count in read.failed_scrapes.items():
             self.failed[instance] = max(self.failed.get(instance, 0), count)
-        return read
+        return read.chunks
 
-    def deltas(self, series: Sequence[RawSeries], spec: Rate | Quantile | Mean | FractionBelow,
-               *, is_rate: bool = True) -> list[tuple[Mapping[str, str], np.ndarray]]:  # fmt: skip
+    def deltas(
+        self, chunks: Sequence[SeriesChunk], spec: Rate | Quantile | Mean | FractionBelow,
+        *, is_rate: bool = True,
+    ) -> list[Part]:  # fmt: skip
+        """`rate` (or `increase`) of every row of `chunks`: one numpy pass per batch of
+        chunks sampled at the same instants, once per shared store window."""
         assert self.store is not None
-        # Series come from cached reads, which the memo keeps alive: their ids are stable.
-        # One inner table per (range, rate, window), so a series costs one int lookup, and
-        # one entry per series (its row): warnings, rare, have a table of their own.
-        memo: dict[int, np.ndarray] = self.store.memo.setdefault(
+        # Chunks come from cached reads, which the memo keeps alive: their ids are stable.
+        memo: dict[int, tuple[np.ndarray, tuple[str, ...]]] = self.store.memo.setdefault(
             ("deltas", spec.window_seconds, is_rate, self.plan.window), {}
         )
-        warned: dict[int, str] = self.store.memo.setdefault(
-            ("deltas warnings", spec.window_seconds, is_rate, self.plan.window), {}
-        )
-        # Series sampled at the same times (one endpoint's buckets) go through in one pass;
-        # a read hands the columns of one block the same `times` object, so most group
-        # by identity and only the rest are compared.
-        shared: dict[int, list[RawSeries]] = {}
-        for raw in series:
-            if id(raw) not in memo:
-                shared.setdefault(id(raw.times), []).append(raw)
-        # Keyed by (length, first time, last time): empty series give just (0,).
-        batches: dict[tuple[float, ...], list[tuple[np.ndarray, list[RawSeries]]]] = {}
-        for members in shared.values():
-            times = members[0].times
-            shape: tuple[float, ...] = (len(times), *times[:1].tolist(), *times[-1:].tolist())
-            same = batches.setdefault(shape, [])
-            for known, others in same:
-                if np.array_equal(known, times):
-                    others.extend(members)
-                    break
-            else:
-                same.append((times, members))
-        for same in batches.values():
-            for times, members in same:
-                matrix = np.vstack([raw.values for raw in members])
-                finite = np.isfinite(matrix).all(axis=1)
-                for raw in (raw for raw, ok in zip(members, finite, strict=True) if not ok):
-                    kept = np.isfinite(raw.values)
-                    warning = (
-                        f"{raw.name} on {raw.labels.get('instance')}: non-finite counter "
-                        "samples left out"
-                    )
-                    values = counter_deltas(
-                        raw.times[kept], raw.values[kept], self.steps, spec.window_seconds,
-                        is_rate=is_rate,
-                    )  # fmt: skip
-                    memo[id(raw)] = values
-                    warned[id(raw)] = warning
-                if not finite.any():
-                    continue
-                rows = counter_deltas_rows(
-                    times, matrix[finite], self.steps, spec.window_seconds, is_rate=is_rate
+        todo = [chunk for chunk in chunks if id(chunk) not in memo]
+        for batch in _same_times(todo):
+            # Instances scraped at the same instants (a fleet scraped together): one pass.
+            values = batch[0].values if len(batch) == 1 else np.vstack([c.values for c in batch])
+            present = batch[0].present if len(batch) == 1 else None
+            deltas, warned = _row_deltas(
+                batch[0].times, values, present, self.steps, spec.window_seconds, is_rate=is_rate
+            )
+            start = 0
+            for chunk in batch:
+                rows = len(chunk.labels)
+                warnings = tuple(
+                    f"{chunk.name} on {chunk.labels[row - start].get('instance')}: "
+                    "non-finite counter samples left out"
+                    for row in warned
+                    if start <= row < start + rows
                 )
-                done = (raw for raw, ok in zip(members, finite, strict=True) if ok)
-                for raw, row in zip(done, rows, strict=True):
-                    memo[id(raw)] = row
-        if warned:
-            self.warnings += [warned[id(raw)] for raw in series if id(raw) in warned]
-        return [(raw.labels, memo[id(raw)]) for raw in series]
+                memo[id(chunk)] = (deltas[start : start + rows], warnings)
+                start += rows
+        parts: list[Part] = []
+        for chunk in chunks:
+            values, warnings = memo[id(chunk)]
+            self.warnings += warnings
+            parts.append((chunk.labels, values, chunk.memo))
+        return parts
 
-    def ranged(self, spec: Rate | Quantile | Mean | FractionBelow, suffix: str) -> list[RawSeries]:
+    def ranged(
+        self, spec: Rate | Quantile | Mean | FractionBelow, suffix: str
+    ) -> tuple[SeriesChunk, ...]:
         resolved = self.plan.keys[spec.key]
-        name = resolved.name + suffix
-        return list(self.read(resolved, {name}, spec, spec.window_seconds).series)
+        return self.read(resolved, {resolved.name + suffix}, spec, spec.window_seconds)
 
     def evaluate(self, spec: Spec) -> Vectors:
         if isinstance(spec, Ratio):
             return divide(self.evaluate(spec.numerator), self.evaluate(spec.denominator))
         if isinstance(spec, Rate):
-            series = self.ranged(spec, _rate_suffix(self.plan.keys[spec.key], spec))
+            chunks = self.ranged(spec, _rate_suffix(self.plan.keys[spec.key], spec))
             is_rate = not isinstance(spec, Increase)
-            return aggregate(self.deltas(series, spec, is_rate=is_rate), spec.by)
+            return aggregate_parts(self.deltas(chunks, spec, is_rate=is_rate), spec.by)
         if isinstance(spec, Quantile):
             return self.quantile(spec)
         if isinstance(spec, Mean):
             counts = self.ranged(spec, "_count")
-            check_counts(self.ranged(spec, "_bucket"), counts, self.plan.keys[spec.key].name)
-            total = aggregate(self.deltas(self.ranged(spec, "_sum"), spec), spec.by)
-            return divide(total, aggregate(self.deltas(counts, spec), spec.by))
+            name = self.plan.keys[spec.key].name
+            self.cached(
+                ("counts checked", *self.histogram_key(spec)),
+                lambda: check_counts(self.ranged(spec, "_bucket"), counts, name),
+            )
+            total = aggregate_parts(self.deltas(self.ranged(spec, "_sum"), spec), spec.by)
+            return divide(total, aggregate_parts(self.deltas(counts, spec), spec.by))
         if isinstance(spec, FractionBelow):
             return self.fraction(spec)
         if isinstance(spec, Gauge):
             resolved = self.plan.keys[spec.key]
-            read = self.read(resolved, {resolved.name}, spec, LOOKBACK_SECONDS)
-            items = [
-                (raw.labels, instant_values(raw.times, raw.values, raw.events, self.steps))
-                for raw in read.series
-            ]
-            return aggregate(items, spec.by, spec.agg)
+            chunks = self.read(resolved, {resolved.name}, spec, LOOKBACK_SECONDS)
+            return aggregate_parts(self.instant(chunks), spec.by, spec.agg)
         raise TypeError(f"not a query spec: {type(spec).__name__}")
+
+    def instant(self, chunks: Sequence[SeriesChunk]) -> list[Part]:
+        """Each row's value at each step; one pass per batch of instances scraped at the
+        same instants (stale markers come from each instance's own events)."""
+        values: dict[int, np.ndarray] = {}
+        for batch in _same_times(chunks, by_events=True):
+            stacked = batch[0].values if len(batch) == 1 else np.vstack([c.values for c in batch])
+            found = instant_values_rows(batch[0].times, stacked, batch[0].events, self.steps)
+            start = 0
+            for chunk in batch:
+                values[id(chunk)] = found[start : start + len(chunk.labels)]
+                start += len(chunk.labels)
+        return [(chunk.labels, values[id(chunk)], chunk.memo) for chunk in chunks]
 
     def histogram_key(self, spec: Quantile | FractionBelow | Mean) -> tuple[Any, ...]:
         resolved = self.plan.keys[spec.key]
         return (resolved.name, resolved.endpoint_ids, spec.window_seconds, spec.match,
                 self.plan.model_name, self.plan.window)  # fmt: skip
 
-    def buckets(self, spec: Quantile | FractionBelow) -> list[RawSeries]:
-        series = self.ranged(spec, "_bucket")
+    def buckets(self, spec: Quantile | FractionBelow) -> tuple[SeriesChunk, ...]:
+        chunks = self.ranged(spec, "_bucket")
         counts = self.ranged(spec, "_count")
         name = self.plan.keys[spec.key].name
 
-        def checked() -> list[RawSeries]:
-            check_histograms(series, name)
-            check_counts(series, counts, name)
-            return series
+        def checked() -> tuple[SeriesChunk, ...]:
+            check_histograms(chunks, name)
+            check_counts(chunks, counts, name)
+            return chunks
 
         return self.cached(("checked", *self.histogram_key(spec)), checked)
 
     def quantile(self, spec: Quantile) -> Vectors:
-        series = self.buckets(spec)
+        chunks = self.buckets(spec)
         by = (*spec.by, "le")
         per_le = self.cached(
             ("per_le", by, *self.histogram_key(spec)),
-            lambda: aggregate(self.deltas(series, spec), by),
+            lambda: aggregate_parts(self.deltas(chunks, spec), by),
         )
         groups: dict[LabelSet, list[tuple[float, np.ndarray]]] = {}
         for key, values in per_le.items():
             labels = dict(key)
             edge = parse_le(labels.pop("le", "nan"))
             groups.setdefault(_group_key(labels, spec.by), []).append((edge, values))
-        result: Vectors = {}
+        # Groups with the same edges (every model of a fleet, usually) go through in one
+        # pass: each row (a step of a group) is interpolated on its own.
+        same_edges: dict[tuple[float, ...], list[tuple[LabelSet, np.ndarray]]] = {}
         for key, buckets in groups.items():
-            edges = [edge for edge, _ in buckets]
+            edges = tuple(edge for edge, _ in buckets)
             matrix = np.column_stack([values for _, values in buckets])
-            result[key] = bucket_quantiles(spec.q, edges, matrix)
+            same_edges.setdefault(edges, []).append((key, matrix))
+        result: Vectors = {}
+        for edges, members in same_edges.items():
+            found = bucket_quantiles(spec.q, edges, np.vstack([m for _, m in members]))
+            steps = len(self.steps)
+            for i, (key, _) in enumerate(members):
+                result[key] = found[i * steps : (i + 1) * steps]
         return result
 
-    def fraction_at(self, spec: FractionBelow, edge: float, series: list[RawSeries]) -> Vectors:
-        below = [raw for raw in series if parse_le(raw.labels.get("le", "nan")) == edge]
-        numerator = aggregate(self.deltas(below, spec), spec.by)
-        counts = aggregate(self.deltas(self.ranged(spec, "_count"), spec), spec.by)
+    def fraction_at(
+        self, spec: FractionBelow, edge: float, chunks: Sequence[SeriesChunk]
+    ) -> Vectors:
+        below: list[Part] = []
+        for labels, values, _ in self.deltas(chunks, spec):
+            rows = [i for i, row in enumerate(labels) if parse_le(row.get("le", "nan")) == edge]
+            if rows:
+                below.append(([labels[i] for i in rows], values[rows], None))
+        numerator = aggregate_parts(below, spec.by)
+        counts = aggregate_parts(self.deltas(self.ranged(spec, "_count"), spec), spec.by)
         return divide(numerator, counts)
 
     def fraction(self, spec: FractionBelow) -> Vectors:
         resolved = self.plan.keys[spec.key]
-        series = self.buckets(spec)
+        chunks = self.buckets(spec)
         where = bracket(spec.le, resolved.buckets)
         if where.exact:
-            return self.fraction_at(spec, spec.le, series)
+            return self.fraction_at(spec, spec.le, chunks)
         self.warnings.append(bracket_warning(spec, resolved.name, where))
         result: Vectors = {}
         for bound, edge in (("lower", where.lower), ("upper", where.upper)):
             if edge is not None:
-                for key, values in self.fraction_at(spec, edge, series).items():
+                for key, values in self.fraction_at(spec, edge, chunks).items():
                     result[tuple(sorted((*key, ("bound", bound))))] = values
         return result
 
 
-def check_histograms(series: Sequence[RawSeries], name: str) -> None:
-    """Refuse buckets without `+Inf`, or whose cumulative counts fall as `le` grows."""
-    histograms: dict[LabelSet, dict[float, RawSeries]] = {}
-    for raw in series:
-        edge = parse_le(raw.labels.get("le", "nan"))
-        histograms.setdefault(_histogram_key(raw.labels), {})[edge] = raw
-    for key, buckets in histograms.items():
-        where = ", ".join(f"{k}={v}" for k, v in key)
-        if math.inf not in buckets:
-            raise BadHistogram(f"{name}{{{where}}} has no +Inf bucket")
-        edges = sorted(buckets)
-        times = buckets[edges[0]].times
-        if (
-            all(buckets[e].times is times or np.array_equal(buckets[e].times, times) for e in edges)
-            and (np.diff(times) > 0).all()
-        ):
-            # The usual case, every bucket scraped together: one matrix, no pandas.
-            table = np.column_stack([buckets[e].values for e in edges])
-            table = table[~np.isnan(table).any(axis=1)]
-            falling = (np.diff(table, axis=1) < 0).any(axis=0)
-            falling_edges = [edges[i + 1] for i in np.flatnonzero(falling)]
+def _same_times(
+    chunks: Sequence[SeriesChunk], *, by_events: bool = False
+) -> list[list[SeriesChunk]]:
+    """`chunks` in batches sampled at identical times (and, `by_events`, with identical
+    events); a chunk with missing samples (`present`) goes alone."""
+    batches: dict[tuple[float, ...], list[list[SeriesChunk]]] = {}
+    alone = []
+    for chunk in chunks:
+        if chunk.present is not None:
+            alone.append([chunk])
+            continue
+        times = chunk.times
+        shape: tuple[float, ...] = (len(times), *times[:1].tolist(), *times[-1:].tolist())
+        same = batches.setdefault(shape, [])
+        for batch in same:
+            if (batch[0].times is times or np.array_equal(batch[0].times, times)) and (
+                not by_events or np.array_equal(batch[0].events, chunk.events)
+            ):
+                batch.append(chunk)
+                break
         else:
-            frame = pd.DataFrame(
-                {e: pd.Series(buckets[e].values, index=buckets[e].times) for e in edges}
-            ).dropna()
-            falling_series = (frame.diff(axis=1).iloc[:, 1:] < 0).any()
-            falling_edges = list(falling_series[falling_series].index)
-        if falling_edges:
-            raise BadHistogram(
-                f"{name}{{{where}}} has decreasing buckets at le={falling_edges[0]:g}"
-            )
+            same.append([chunk])
+    return [batch for same in batches.values() for batch in same] + alone
 
 
-# `_count` and the `+Inf` bucket are the same number; allow only float summation noise.
-COUNT_RELATIVE_TOLERANCE = 1e-9
-
-
-def _histogram_key(labels: Mapping[str, str]) -> LabelSet:
-    return tuple(sorted((k, v) for k, v in labels.items() if k != "le"))
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:.10g}"
-
-
-def check_counts(buckets: Sequence[RawSeries], counts: Sequence[RawSeries], name: str) -> None:
-    """Refuse a histogram whose `_count` differs from its `+Inf` bucket at a sample time:
-    the exporter is broken, and quantiles, fractions and means would all be wrong."""
-    infinite = {}
-    for raw in buckets:
-        if parse_le(raw.labels.get("le", "nan")) == math.inf:
-            infinite.setdefault(_histogram_key(raw.labels), raw)
-    for raw in counts:
-        key = _histogram_key(raw.labels)
-        bucket = infinite.get(key)
-        if bucket is None:
-            continue  # no +Inf to compare with: check_histograms says so where it matters
-        _, mine, theirs = np.intersect1d(raw.times, bucket.times, return_indices=True)
-        count, inf = raw.values[mine], bucket.values[theirs]
-        with np.errstate(invalid="ignore"):
-            differs = np.abs(count - inf) > COUNT_RELATIVE_TOLERANCE * np.maximum(
-                1.0, np.maximum(np.abs(count), np.abs(inf))
-            )
-        if differs.any():
-            first = int(np.argmax(differs))
-            where = ", ".join(f"{k}={v}" for k, v in key)
-            raise BadHistogram(
-                f"{name}{{{where}}} has _count {_number(count[first])} "
-                f"but +Inf bucket {_number(inf[first])}"
-            )
+def _row_deltas(
+    times: np.ndarray, values: np.ndarray, present: np.ndarray | None, steps: np.ndarray,
+    range_seconds: float, *, is_rate: bool,
+) -> tuple[np.ndarray, list[int]]:  # fmt: skip
+    """Counter deltas of each row of `values` sampled at `times` (where `present`, if
+    given), and the rows whose stored samples were not all finite: those samples are
+    left out, as gaps, and the caller warns."""
+    finite = np.isfinite(values)
+    whole = finite.all(axis=1) if present is None else np.zeros(len(values), bool)
+    if whole.all():
+        return counter_deltas_rows(times, values, steps, range_seconds, is_rate=is_rate), []
+    out = np.empty((len(values), len(steps)))
+    if whole.any():
+        out[whole] = counter_deltas_rows(
+            times, values[whole], steps, range_seconds, is_rate=is_rate
+        )
+    warned = []
+    for i in np.flatnonzero(~whole):
+        sampled = np.ones(len(times), bool) if present is None else present[i]
+        if not finite[i][sampled].all():
+            warned.append(int(i))
+        kept = sampled & finite[i]
+        out[i] = counter_deltas_rows(
+            times[kept], values[i][np.newaxis, kept], steps, range_seconds, is_rate=is_rate
+        )[0]
+    return out, warned
 
 
 def run_local(plan: Plan, store: StoreWindow | None = None) -> QueryResult:

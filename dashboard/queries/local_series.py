@@ -11,12 +11,14 @@ instead of lingering for the 5-minute lookback (and never turns into a zero).
 Reads go through a `StoreWindow`: the frames of some endpoints, sample names
 and time span, fetched in one query and decoded once. `run_queries` builds one
 window covering every plan of a page, so forty specs over the same replicas
-decode each stored frame once rather than forty times.
+decode each stored frame once rather than forty times. The evaluator reads them
+as chunks (local_chunks: one matrix per name and group of instances scraped
+together); `store_read` reads them series by series, the plain form the tests
+hold chunks to.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,10 +26,17 @@ from typing import Any
 
 import numpy as np
 
+from dashboard.queries.local_chunks import (
+    Block,
+    LabelSet,
+    SeriesChunk,
+    between,
+    joined,
+    span_rows,
+    stitched,
+)
 from inventory.models import ScrapeRun, ScrapeStatus
-from inventory.store import FrameBlock, frame_blocks, micros
-
-LabelSet = tuple[tuple[str, str], ...]
+from inventory.store import frame_blocks, micros
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +46,12 @@ class RawSeries:
     times: np.ndarray  # unix seconds, ascending
     values: np.ndarray
     events: np.ndarray  # the endpoint's scrape times (stored or failed), ascending
+
+
+@dataclass(frozen=True)
+class ChunkRead:
+    chunks: tuple[SeriesChunk, ...]  # by name, then instance
+    failed_scrapes: Mapping[str, int]  # instance -> failed scrapes in the window
 
 
 @dataclass(frozen=True)
@@ -72,47 +87,6 @@ def _label_filter(
     return keep
 
 
-# A column of a block: its index, its labels as stored (without `instance`), and its key
-# (sorted, with `instance`). Plain tuples: a window holds thousands, and every object that
-# lives through a render adds to what the garbage collector walks.
-_Column = tuple[int, Mapping[str, str], LabelSet]
-
-
-class _Block:
-    """A FrameBlock with its columns indexed by sample name, label keys built once."""
-
-    def __init__(
-        self, block: FrameBlock, instance: str,
-        sorted_labels: dict[int, tuple[Mapping[str, str], LabelSet]],
-    ) -> None:  # fmt: skip
-        self.at_micros = block.at_micros
-        self.at = block.at
-        self.values = block.values
-        self.by_name: dict[str, list[_Column]] = {}
-        mine = ("instance", instance)
-        for index, (name, labels) in enumerate(block.series):
-            if "instance" in labels:
-                key = tuple(sorted({**labels, "instance": instance}.items()))
-            else:
-                # Every endpoint with one layout shares its decoded label dicts (layouts
-                # are cached by digest): sort each once per window, then slot `instance`
-                # in where sorting would put it (label names are unique, so this is sorted).
-                found = sorted_labels.get(id(labels))
-                if found is None:  # kept with its dict, so the id stays that dict's
-                    found = sorted_labels[id(labels)] = (labels, tuple(sorted(labels.items())))
-                base = found[1]
-                at = bisect_left(base, ("instance",))
-                key = (*base[:at], mine, *base[at:])
-            self.by_name.setdefault(name, []).append((index, labels, key))
-
-
-def _span(micro: np.ndarray, start: int, end: int) -> slice:
-    return slice(
-        int(np.searchsorted(micro, start, side="left")),
-        int(np.searchsorted(micro, end, side="right")),
-    )
-
-
 class StoreWindow:
     """The store's frames and failed scrapes for some endpoints, names and span, read once."""
 
@@ -126,14 +100,15 @@ class StoreWindow:
         # What evaluators derived from this window (reads, checks, rates), for the next plan.
         self.memo: dict[Hashable, Any] = {}
         self._label_dicts: dict[LabelSet, dict[str, str]] = {}
+        self._spans: dict[Hashable, list] = {}
+        self._arrays: dict[bytes, np.ndarray] = {}
         ids = list(self.endpoints)
-        self._blocks: dict[int, list[_Block]] = {endpoint_id: [] for endpoint_id in ids}
+        self._blocks: dict[int, list[Block]] = {endpoint_id: [] for endpoint_id in ids}
         event_micros: dict[int, list[np.ndarray]] = {endpoint_id: [] for endpoint_id in ids}
         event_times: dict[int, list[np.ndarray]] = {endpoint_id: [] for endpoint_id in ids}
-        sorted_labels: dict[int, tuple[Mapping[str, str], LabelSet]] = {}
         for block in frame_blocks(endpoint_ids=ids, start=start, end=end, names=names):
             instance = self.endpoints[block.endpoint_id]
-            self._blocks[block.endpoint_id].append(_Block(block, instance, sorted_labels))
+            self._blocks[block.endpoint_id].append(Block(block, instance))
             event_micros[block.endpoint_id].append(block.at_micros)
             event_times[block.endpoint_id].append(block.at)
         failed = ScrapeRun.objects.filter(
@@ -181,16 +156,22 @@ class StoreWindow:
             and all(self.endpoints.get(k) == v for k, v in need.endpoints.items())
         )
 
+    def _serving(self, need: ReadNeed) -> StoreWindow:
+        """This window if it covers `need`; otherwise (only a caller that planned its reads
+        wrongly gets there) a window of its own, so the answer is right anyway."""
+        if self.covers(need):
+            return self
+        return StoreWindow(
+            endpoints=need.endpoints, names=need.names, start=need.start, end=need.end
+        )
+
     def read(
         self, need: ReadNeed, *, model_name: str | None = None,
         match: Sequence[tuple[str, str]] = (),
     ) -> StoreRead:  # fmt: skip
         """Every series named in `need` on its endpoints within its span, as if read alone."""
-        if not self.covers(need):
-            # Only a caller that planned its reads wrongly gets here: answer correctly anyway.
-            return StoreWindow(
-                endpoints=need.endpoints, names=need.names, start=need.start, end=need.end
-            ).read(need, model_name=model_name, match=match)
+        if (window := self._serving(need)) is not self:
+            return window.read(need, model_name=model_name, match=match)
         keep = _label_filter(model_name, match)
         start, end = micros(need.start), micros(need.end)
         # (name, labels) -> pieces of (endpoint id, micros, times, values), one per block.
@@ -198,14 +179,14 @@ class StoreWindow:
         pieces = {}
         for endpoint_id in need.endpoints:
             for block in self._blocks[endpoint_id]:
-                rows = _span(block.at_micros, start, end)
+                rows = span_rows(block.at_micros, start, end)
                 if rows.start == rows.stop:
                     continue
                 # One copy of the block's times for all its columns: the series of one
                 # endpoint then share a `times` array, which the evaluator batches on.
                 micro, times = block.at_micros[rows], block.at[rows].copy()
                 for name in need.names:
-                    for index, labels, key in block.by_name.get(name, ()):
+                    for index, labels, key in block.index.by_name.get(name, ()):
                         if keep is None or keep(labels):
                             pieces.setdefault((name, key), []).append(
                                 (endpoint_id, micro, times, block.values[rows, index])
@@ -214,7 +195,7 @@ class StoreWindow:
         events = {}
         for endpoint_id in need.endpoints:
             event_micro, event_times = self._events[endpoint_id]
-            events[endpoint_id] = event_times[_span(event_micro, start, end)]
+            events[endpoint_id] = event_times[span_rows(event_micro, start, end)]
         # One labels dict per key for the whole window: series only ever read them.
         dicts = self._label_dicts
         series = tuple(
@@ -224,12 +205,136 @@ class StoreWindow:
             )
             for name, key in sorted(pieces)
         )  # fmt: skip
+        return StoreRead(series, self._failed_between(need.endpoints, start, end))
+
+    def chunks(
+        self, need: ReadNeed, *, model_name: str | None = None,
+        match: Sequence[tuple[str, str]] = (),
+    ) -> ChunkRead:  # fmt: skip
+        """What `read` returns, as one SeriesChunk per instance and name."""
+        if (window := self._serving(need)) is not self:
+            return window.chunks(need, model_name=model_name, match=match)
+        start, end = micros(need.start), micros(need.end)
+        # Specs read the same names over several spans (each its own range or lookback):
+        # chunks are built once over the whole window, and each read takes a time slice.
+        chunks = []
+        for name in sorted(need.names):
+            key = ("chunks", name, model_name, tuple(match), tuple(need.endpoints.items()))
+            whole = self._spans.get(key)
+            if whole is None:
+                whole = self._spans[key] = self._whole_chunks(
+                    name, need.endpoints, model_name, match
+                )
+            for chunk, frame_micros, event_micros in whole:
+                part = between(chunk, frame_micros, event_micros, start, end)
+                if part is not None:
+                    chunks.append(part)
+        return ChunkRead(tuple(chunks), self._failed_between(need.endpoints, start, end))
+
+    def _whole_chunks(
+        self, name: str, endpoints: Mapping[int, str], model_name: str | None,
+        match: Sequence[tuple[str, str]],
+    ) -> list[tuple[SeriesChunk, np.ndarray, np.ndarray]]:  # fmt: skip
+        """The chunks of `name` on `endpoints` over the window's whole span, each with the
+        micros of its frames and of its events (exact edges for slicing)."""
+        keep = _label_filter(model_name, match)
+        keep_key = (model_name, tuple(match))
+        start, end = micros(self.start), micros(self.end)
+        found: list[tuple[SeriesChunk, np.ndarray, np.ndarray]] = []
+        run: list[tuple[SeriesChunk, np.ndarray, np.ndarray]] = []  # scraped together
+
+        def flush() -> None:
+            if run:
+                found.append((joined([chunk for chunk, _, _ in run])[0], run[0][1], run[0][2]))
+                run.clear()
+
+        for spans, times, events, frame_micros, event_micros in self._instance_spans(
+            endpoints, start, end
+        ):
+            columns = [block.index.columns(name, keep, keep_key) for _, block, _ in spans]
+            if not any(len(index) for index, *_ in columns):
+                continue
+            if len(spans) > 1:
+                flush()
+                found.append((stitched(name, spans, columns, events), frame_micros, event_micros))
+                continue
+            (_, block, rows), (index, labels, keys, memo) = spans[0], columns[0]
+            # One block: the usual case, a slice of its matrix (rows: series).
+            values = block.values.T[index, rows]
+            chunk = SeriesChunk(name, labels, keys, times, values, None, events, memo)
+            # Times and events are interned, so identity says "scraped together".
+            if run and (run[-1][0].times is not times or run[-1][0].events is not events):
+                flush()
+            run.append((chunk, frame_micros, event_micros))
+        flush()
+        return found
+
+    def _instance_spans(
+        self, endpoints: Mapping[int, str], start: int, end: int
+    ) -> list[tuple[list[tuple[int, Block, slice]], np.ndarray, np.ndarray]]:
+        """Per instance (in order) its blocks' rows in [start, end], its frame times there
+        (for one block) and its events there; worked out once per span, as the specs of a
+        page read a few spans many times. Equal times and events are one array each, so
+        instances scraped together batch on identity, without comparing arrays."""
+        key = (tuple(sorted(endpoints.items())), start, end)
+        found = self._spans.get(key)
+        if found is not None:
+            return found
+        by_instance: dict[str, list[int]] = {}
+        for endpoint_id, instance in endpoints.items():
+            by_instance.setdefault(instance, []).append(endpoint_id)
+        found = self._spans[key] = []
+        for instance in sorted(by_instance):
+            ids = sorted(by_instance[instance])
+            spans = []
+            for endpoint_id in ids:
+                for block in self._blocks[endpoint_id]:
+                    rows = span_rows(block.at_micros, start, end)
+                    if rows.start != rows.stop:
+                        spans.append((endpoint_id, block, rows))
+            if spans:
+                micro = np.concatenate([block.at_micros[rows] for _, block, rows in spans])
+                times = np.concatenate([block.at[rows] for _, block, rows in spans])
+                owners = np.repeat([e for e, _, _ in spans], [r.stop - r.start for *_, r in spans])
+                order = np.lexsort((owners, micro))  # as _stitched orders its frames
+                event_micros, events = self._events_between(ids, start, end)
+                found.append((spans, self._interned(times[order]), self._interned(events),
+                              micro[order], event_micros))  # fmt: skip
+        return found
+
+    def _interned(self, array: np.ndarray) -> np.ndarray:
+        return self._arrays.setdefault(array.tobytes(), array)
+
+    def _events_between(
+        self, endpoint_ids: Sequence[int], start: int, end: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The events of these endpoints in [start, end], in time order: micros, seconds."""
+        parts = []
+        for endpoint_id in endpoint_ids:
+            event_micro, event_times = self._events[endpoint_id]
+            parts.append(
+                (event_micro[(rows := span_rows(event_micro, start, end))], event_times[rows])
+            )
+        if len(parts) == 1:
+            return parts[0]
+        micro = np.concatenate([m for m, _ in parts])
+        order = np.argsort(micro, kind="stable")
+        return micro[order], np.concatenate([t for _, t in parts])[order]
+
+    def _failed_between(self, endpoints: Mapping[int, str], start: int, end: int) -> dict[str, int]:
+        key = ("failed", tuple(endpoints.items()), start, end)
+        found = self._spans.get(key)
+        if found is None:
+            found = self._spans[key] = self._count_failed(endpoints, start, end)
+        return dict(found)
+
+    def _count_failed(self, endpoints: Mapping[int, str], start: int, end: int) -> dict[str, int]:
         failed: dict[str, int] = {}
-        for endpoint_id, instance in need.endpoints.items():
-            rows = _span(self._failed[endpoint_id], start, end)
+        for endpoint_id, instance in endpoints.items():
+            rows = span_rows(self._failed[endpoint_id], start, end)
             if count := rows.stop - rows.start:
                 failed[instance] = failed.get(instance, 0) + count
-        return StoreRead(series, failed)
+        return failed
 
     @staticmethod
     def _series(

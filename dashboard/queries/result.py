@@ -18,6 +18,10 @@ import numpy as np
 
 Status = Literal["ok", "partial", "unavailable", "error"]
 
+# Where a ResultSeries keeps its float array: an instance attribute outside the dataclass
+# fields, so equality, repr and the constructor stay as they are.
+_FLOATS = "_floats"
+
 
 def finite_or_none(value: float | None) -> float | None:
     if value is None or not math.isfinite(value):
@@ -56,13 +60,36 @@ class ResultSeries:
         array = np.asarray(values, dtype=float)
         if array.shape != (len(grid),):
             raise ValueError("ResultSeries: timestamps and values differ in length")
-        cleaned = array.astype(object)
-        cleaned[~np.isfinite(array)] = None
+        finite = np.isfinite(array)
+        # A copy either way: the caller may reuse its array, and `floats` keeps this one.
+        if finite.all():
+            floats = array.copy()
+            cleaned = floats.tolist()
+        else:
+            floats = np.where(finite, array, np.nan)
+            cleaned = floats.tolist()
+            for gap in np.flatnonzero(~finite).tolist():
+                cleaned[gap] = None
         series = object.__new__(cls)
         object.__setattr__(series, "labels", dict(labels))
         object.__setattr__(series, "timestamps", grid)
-        object.__setattr__(series, "values", tuple(cleaned.tolist()))
+        object.__setattr__(series, "values", tuple(cleaned))
+        _keep_floats(series, floats)
         return series
+
+    @property
+    def floats(self) -> np.ndarray:
+        """`values` as a read-only float64 array, NaN where there is no value (built once:
+        figures and heatmaps work on whole columns)."""
+        cached: np.ndarray | None = self.__dict__.get(_FLOATS)
+        if cached is None:
+            # dtype=float turns None into NaN; values are already finite or None.
+            cached = _keep_floats(self, np.array(self.values, dtype=float))
+        return cached
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickles and copies hold the data once; the float view is rebuilt on first use.
+        return {k: v for k, v in self.__dict__.items() if k != _FLOATS}
 
     @property
     def present(self) -> list[float]:
@@ -74,6 +101,12 @@ class ResultSeries:
             "timestamps": list(self.timestamps),
             "values": list(self.values),
         }
+
+
+def _keep_floats(series: ResultSeries, floats: np.ndarray) -> np.ndarray:
+    floats.flags.writeable = False  # shared by every reader of the series
+    object.__setattr__(series, _FLOATS, floats)
+    return floats
 
 
 @dataclass(frozen=True)

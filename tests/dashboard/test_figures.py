@@ -6,9 +6,12 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from dashboard.figures import Drawn, panel_figure
+from dashboard.figures import Drawn, line_figure, panel_figure
 from dashboard.heatmaps import bucket_rates
 from dashboard.queries import QueryResult, ResultSeries
 
@@ -161,3 +164,66 @@ def test_line_is_the_default_and_an_unknown_kind_is_refused() -> None:
     assert {t["mode"] for t in figure["data"]} == {"lines"}
     with pytest.raises(ValueError, match="unknown panel kind 'pie'"):
         panel_figure("pie", {}, unit="s")  # type: ignore[arg-type]
+
+
+# Timestamps that end in half a millisecond as well as arbitrary ones: round() rounds
+# half to even, and x must be exactly round(t * 1000) either way.
+TIMESTAMPS = st.one_of(
+    st.integers(0, 8 * 10**12).map(lambda k: k / 2000),
+    st.floats(min_value=0, max_value=4e9, allow_nan=False),
+)
+GAPPY = st.one_of(st.none(), st.sampled_from([math.nan, math.inf, -math.inf, -0.0]), st.floats())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(TIMESTAMPS, GAPPY, GAPPY), min_size=1, max_size=8), st.booleans())
+def test_line_traces_are_exact_milliseconds_and_values_with_every_non_finite_one_null(
+    points: list[tuple[float, float | None, float | None]], from_array: bool
+) -> None:
+    stamps = tuple(t for t, _, _ in points)
+    columns = ([a for _, a, _ in points], [b for _, _, b in points])
+
+    def built(values: list[float | None]) -> ResultSeries:
+        if from_array:
+            array = np.array([math.nan if v is None else v for v in values])
+            return ResultSeries.from_array({}, stamps, array)
+        return ResultSeries({}, stamps, tuple(values))
+
+    results = {
+        "a": QueryResult("ok", (built(columns[0]),)),
+        "b": QueryResult("ok", (built(columns[1]),)),
+    }
+    figure = line_figure(results, unit="s")
+    for trace, values in zip(figure["data"], columns, strict=True):
+        assert trace["x"] == [round(t * 1000) for t in stamps]
+        assert all(type(x) is int for x in trace["x"])
+        expected = [v if v is not None and math.isfinite(v) else None for v in values]
+        assert repr(trace["y"]) == repr(expected)  # -0.0 stays -0.0
+    strict_json(figure)
+
+
+def test_traces_on_one_grid_each_get_their_own_x_list() -> None:
+    figure = panel_figure("line", phases([1, 1, 1], [2, 2, 2], [3, 3, 3]), unit="s").figure
+    first, second, _ = figure["data"]
+    first["x"].append(0)  # a caller editing one trace leaves the others and later figures be
+    assert len(second["x"]) == len(T)
+    again = panel_figure("line", phases([1, 1, 1], [2, 2, 2], [3, 3, 3]), unit="s").figure
+    assert again["data"][0]["x"] == [round(t * 1000) for t in T]
+
+
+def test_a_nan_or_infinite_layer_value_is_a_gap_in_the_whole_stack() -> None:
+    def layer(values: list[float]) -> QueryResult:
+        return QueryResult("ok", (ResultSeries.from_array({}, T, np.array(values)),))
+
+    results = {
+        "queue": layer([1.0, math.nan, 1.0]),
+        "prefill": layer([2.0, 2.0, 2.0]),
+        "decode": layer([3.0, 3.0, math.inf]),
+    }
+    figure = strict_json(panel_figure("stacked", results, unit="s").figure)
+    runs = {(t["stackgroup"], t["name"]): (t["x"], t["y"]) for t in figure["data"]}
+    assert runs == {
+        ("run0", "queue"): ([round(T[0] * 1000)], [1.0]),
+        ("run0", "prefill"): ([round(T[0] * 1000)], [2.0]),
+        ("run0", "decode"): ([round(T[0] * 1000)], [3.0]),
+    }

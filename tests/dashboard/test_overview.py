@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from datetime import timedelta
 
+import numpy as np
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -153,3 +155,28 @@ def test_panel_command_names_an_unknown_panel(sim: SimFleet) -> None:
         call_command("panel", "x", "latency.nope", stderr=err)
     assert exit_info.value.code == 2
     assert err.getvalue().startswith("no panel 'latency.nope'; choose from")
+
+
+def strict_loads(text: str) -> object:
+    # What the browser's JSON.parse accepts: a bare NaN or Infinity token fails the test.
+    return json.loads(text, parse_constant=lambda c: pytest.fail(f"bare {c} in the JSON"))
+
+
+def test_overview_json_writes_nan_and_infinities_as_null_in_strict_json() -> None:
+    y = [1.5, math.nan, math.inf, -math.inf, np.float64("nan"), np.float64(2.5), np.int64(3)]
+    payload = {"panels": [{"figure": {"data": [{"y": y}]}, "notes": ["≤1 <b>"]}]}
+    text = overview_json(payload)
+    assert isinstance(text, str)  # the websocket sends it as a text frame
+    assert strict_loads(text) == {
+        "panels": [
+            {
+                "figure": {"data": [{"y": [1.5, None, None, None, None, 2.5, 3]}]},
+                "notes": ["≤1 <b>"],
+            }
+        ]
+    }
+
+
+def test_overview_json_refuses_a_key_json_cannot_hold_rather_than_guess() -> None:
+    with pytest.raises(TypeError):
+        overview_json({"panels": {1: "a number is not a JSON key"}})

@@ -1,6 +1,6 @@
 """The local backend's faster paths against the plain ones they replace, on realistic data:
 group sums against pandas' groupby, frame blocks against frames decoded one by one, and
-per-endpoint batched deltas against one series at a time."""
+deltas of whole chunks against one series of the plain read at a time."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from dashboard.queries.local_backend import aggregate
-from dashboard.queries.local_math import counter_deltas, group_sums
+from dashboard.queries.local_math import counter_deltas, group_reduce, group_sums
 from dashboard.queries.local_series import store_read
 from inventory.store import frame_blocks, frames_in_window, micros
 from tests.dashboard.queries.storefill import at, endpoint_with_scrapes, fleet_named, histogram
@@ -56,13 +56,24 @@ def test_group_sums_are_pandas_sums_to_the_bit(seed: int) -> None:
     for groups in (le, instance * edges + le, instance, np.zeros_like(le)):
         groups = _first_seen_ids(groups)
         found = group_sums(values, groups, int(groups.max()) + 1)
-        if found is None:  # only where pandas would add with reduceat: it stays in charge
-            assert not np.isnan(values).any() and (np.diff(groups) >= 0).all()
-            continue
         expected = _pandas_sums(values, groups)
         assert found.shape == expected.shape
         assert np.array_equal(found, expected, equal_nan=True)
         assert np.array_equal(np.signbit(found), np.signbit(expected))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_group_averages_maxima_and_minima_are_pandas_ones_to_the_bit(seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    series, steps = int(rng.integers(1, 40)), 25
+    values = _rates(rng, series, steps)
+    if seed % 5 == 1:
+        values[rng.random(values.shape) < 0.02] = np.inf
+    groups = _first_seen_ids(rng.integers(0, max(1, series // 3), series))
+    grouped = pd.DataFrame(values).groupby(groups)
+    for agg, expected in (("avg", grouped.mean()), ("max", grouped.max()), ("min", grouped.min())):
+        found = group_reduce(values, groups, int(groups.max()) + 1, agg)
+        assert np.array_equal(found, expected.to_numpy(dtype=float), equal_nan=True), agg
 
 
 def test_aggregate_sums_as_pandas_does_including_the_sign_of_zero() -> None:
@@ -140,13 +151,18 @@ def test_batched_deltas_match_one_series_at_a_time() -> None:
         names=frozenset({"vllm:e2e_request_latency_seconds_bucket"}), start=at(0), end=at(600),
     )  # fmt: skip
     evaluator = _Evaluator(plan, None)
-    evaluator.read(plan.keys["e2e"], {"vllm:e2e_request_latency_seconds_bucket"}, spec, 60)
-    batched = evaluator.deltas(read.series, spec)
+    chunks = evaluator.read(plan.keys["e2e"], {"vllm:e2e_request_latency_seconds_bucket"}, spec, 60)
+    batched = [
+        (labels, row)
+        for labels_of_chunk, values, _ in evaluator.deltas(chunks, spec)
+        for labels, row in zip(labels_of_chunk, values, strict=True)
+    ]
     assert any("non-finite" in warning for warning in evaluator.warnings)
-    for raw, (labels, values) in zip(read.series, batched, strict=True):
+    assert len(batched) == len(read.series)
+    found = {tuple(sorted(labels.items())): values for labels, values in batched}
+    for raw in read.series:
         finite = np.isfinite(raw.values)
         alone = counter_deltas(
             raw.times[finite], raw.values[finite], evaluator.steps, spec.window_seconds
         )
-        assert labels == raw.labels
-        assert np.array_equal(values, alone, equal_nan=True)
+        assert np.array_equal(found[tuple(sorted(raw.labels.items()))], alone, equal_nan=True)
