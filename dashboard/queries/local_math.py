@@ -29,7 +29,8 @@ def counter_deltas(
 ) -> np.ndarray:
     """`rate` (or `increase` with is_rate=False) of one series at each of `steps`, step by
     step as Prometheus' `extrapolatedRate` does it: the reference `counter_deltas_rows`
-    is held to, to the bit.
+    is held to (to the bit for whole-number counters; for fractional ones with resets,
+    within rounding, as its prefix sums add the resets in another order).
 
     A drop between consecutive samples is a counter reset: the increase counts
     the new value from zero (1000 -> 5 adds 5, never -995).
