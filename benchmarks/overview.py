@@ -117,8 +117,7 @@ class _NoSharedReads:
 @contextmanager
 def plain_reads() -> Iterator[None]:
     """The baseline's store path: every spec reads the store itself, and every frame is
-    fetched and decompressed again (the frame cache bypassed, not emptied, so the renders
-    it is interleaved with keep theirs)."""
+    fetched and decompressed again (the process caches bypassed, not emptied)."""
     with (
         mock.patch("dashboard.queries.run.StoreWindow", _NoSharedReads),
         mock.patch("inventory.store._frame_cache_limit", lambda: 0),
