@@ -113,3 +113,24 @@ def test_chunks_keep_only_the_series_of_the_model_asked_for() -> None:
     stop = _rows_by_key(window, need, match=(("finished_reason", "stop"),))
     assert {name for name, _ in stop} == {"vllm:request_success_total"}
     assert not math.isnan(sum(values.sum() for _, values, _ in stop.values()))
+
+
+def test_instances_scraped_together_make_one_chunk_that_holds_what_the_plain_read_holds() -> None:
+    fleet = fleet_named()
+    endpoints = {}
+    for e in range(4):
+        scrapes = [(10 * i, _scrape(i + e)) for i in range(30)]
+        endpoint = endpoint_with_scrapes(fleet, f"h{e}:1", scrapes, types=TYPES)
+        endpoints[endpoint.id] = f"h{e}:1"
+    window = StoreWindow(endpoints=endpoints, names=NAMES, start=at(0), end=at(300))
+    for start, end in ((0, 300), (100, 250)):
+        need = ReadNeed(endpoints, NAMES, at(start), at(end))
+        chunks = window.chunks(need).chunks
+        # One chunk a name: four instances, the same scrape instants, the same events.
+        assert len(chunks) == len(NAMES)
+        assert all(len({dict(k)["instance"] for k in c.keys}) == 4 for c in chunks)
+        chunked, plain = _rows_by_key(window, need), _plain_by_key(endpoints, start, end)
+        assert set(chunked) == set(plain)
+        for key, raw in plain.items():
+            assert np.array_equal(chunked[key][0], raw.times)
+            assert np.array_equal(chunked[key][1], raw.values, equal_nan=True)
