@@ -31,7 +31,6 @@ import asyncio
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -181,14 +180,12 @@ def bench_local(fleet: Any, windows: list[Any], renders: int, baseline_renders: 
           f"(p50); payloads identical: {'yes' if same else 'NO'}")  # fmt: skip
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def prometheus_on(openmetrics: Path, workdir: Path) -> Iterator[str]:
+    """The history backfilled with promtool, served by a real Prometheus (the test suite's
+    runner: Debian's package on a free loopback port)."""
+    from tests.prometheus import running_prometheus
+
     started = time.perf_counter()
     data = workdir / "data"
     subprocess.run(
@@ -199,32 +196,9 @@ def prometheus_on(openmetrics: Path, workdir: Path) -> Iterator[str]:
     openmetrics.unlink()
     config = workdir / "prometheus.yml"
     config.write_text("global:\n  scrape_interval: 15s\nscrape_configs: []\n")
-    port = free_port()
-    proc = subprocess.Popen(
-        ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={data}",
-         f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=30d",
-         "--log.level=warn"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_answering(f"{url}/-/ready", proc, timeout=120, what="prometheus")
+    # Six hours of blocks load before Prometheus says ready: more than a test's 30 s.
+    with running_prometheus(config, data, "--storage.tsdb.retention.time=30d", timeout=120) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
-def wait_answering(url: str, proc: subprocess.Popen[Any], *, timeout: float, what: str) -> None:
-    """Poll `url` until it answers 200; give up when `proc` exits or `timeout` passes."""
-    deadline = time.monotonic() + timeout
-    while True:
-        with suppress(httpx.HTTPError):
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        if time.monotonic() > deadline or proc.poll() is not None:
-            raise SystemExit(f"{what} did not start")
-        time.sleep(0.2)  # polling interval of a condition wait
 
 
 def query_count(prometheus: str) -> float:
@@ -315,6 +289,9 @@ def bench_prometheus(prometheus: str, fleet: Any, window: Any, renders: int) -> 
 def asgi_server() -> Iterator[int]:
     """The web process on its own, as deployed: uvicorn serving fleetscope.asgi. In this
     process its event loop would share the GIL with the overview computation."""
+    from tests.conftest import free_port
+    from tests.waiting import wait_until
+
     port = free_port()
     log_path = Path(os.environ["FLEETSCOPE_VAR_DIR"]) / "uvicorn.log"
     with log_path.open("wb") as log_file:
@@ -323,8 +300,16 @@ def asgi_server() -> Iterator[int]:
              "127.0.0.1", "--port", str(port), "--lifespan", "off", "--log-level", "warning"],
             cwd=ROOT, env=os.environ.copy(), stdout=log_file, stderr=subprocess.STDOUT,
         )  # fmt: skip
+
+        def ready() -> bool | None:
+            if proc.poll() is not None:
+                raise SystemExit(f"uvicorn exited: see {log_path}")
+            with suppress(httpx.HTTPError):
+                return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).is_success or None
+            return None
+
         try:
-            wait_answering(f"http://127.0.0.1:{port}/healthz", proc, timeout=60, what="uvicorn")
+            wait_until(ready, timeout=60, what="uvicorn to answer /healthz")
             yield port
         finally:
             proc.terminate()

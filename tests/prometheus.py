@@ -29,8 +29,11 @@ def binary(name: str) -> str:
 
 
 @contextmanager
-def running_prometheus(config: Path, data_dir: Path, *extra: str) -> Iterator[str]:
-    """A real Prometheus on a free loopback port; yields its base URL."""
+def running_prometheus(
+    config: Path, data_dir: Path, *extra: str, timeout: float = 30.0
+) -> Iterator[str]:
+    """A real Prometheus on a free loopback port, ready within `timeout` seconds; yields
+    its base URL."""
     port = free_port()
     args = [
         binary("prometheus"),
@@ -54,7 +57,7 @@ def running_prometheus(config: Path, data_dir: Path, *extra: str) -> Iterator[st
             except httpx.TransportError:
                 return None
 
-        wait_until(ready, timeout=30, what="prometheus to be ready")
+        wait_until(ready, timeout=timeout, what="prometheus to be ready")
         yield url
     finally:
         proc.terminate()
