@@ -55,16 +55,6 @@ def _group_key(labels: Mapping[str, str], by: Sequence[str]) -> LabelSet:
 Part = tuple[Sequence[Mapping[str, str]], np.ndarray, dict | None]
 
 
-def aggregate(
-    items: Sequence[tuple[Mapping[str, str], np.ndarray]], by: Sequence[str], agg: str = "sum"
-) -> Vectors:
-    """`agg by (by)` of some series, each (labels, values on the step grid)."""
-    if not items:
-        return {}
-    part = ([labels for labels, _ in items], np.vstack([v for _, v in items]), None)
-    return aggregate_parts([part], by, agg)
-
-
 def _row_groups(
     labels: Sequence[Mapping[str, str]], by: Sequence[str]
 ) -> tuple[np.ndarray, list[LabelSet]]:
@@ -79,9 +69,7 @@ def _row_groups(
         values = tuple(map(row.get, by))
         group = seen.get(values)
         if group is None:
-            # PromQL drops empty labels, so a series without a `by` label joins the "" group.
-            key = tuple(pair for pair in zip(by, values, strict=True) if pair[1])
-            group = seen[values] = keys.setdefault(key, len(keys))
+            group = seen[values] = keys.setdefault(_group_key(row, by), len(keys))
         groups[i] = group
     return groups, list(keys)
 

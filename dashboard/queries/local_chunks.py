@@ -219,27 +219,39 @@ def joined(run: Sequence[SeriesChunk]) -> list[SeriesChunk]:
     ]
 
 
-def stitched(
-    name: str, spans: Sequence[tuple[int, Block, slice]], columns: Sequence[Columns],
-    events: np.ndarray,
-) -> SeriesChunk:  # fmt: skip
-    """One chunk over several blocks (a layout change in the span, or two endpoints with
-    one instance): every frame in time order, NaN where a series is not in a frame."""
+def in_scrape_order(
+    spans: Sequence[tuple[int, Block, slice]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The frames of one instance's block spans in the order the scrapes happened (time,
+    then endpoint, as `read` orders the samples of a series): their micros, their seconds,
+    and where each frame of the spans, taken in turn, lands (None: one span, in order)."""
+    if len(spans) == 1:
+        _, block, rows = spans[0]
+        return block.at_micros[rows], block.at[rows], None
     micro = np.concatenate([block.at_micros[rows] for _, block, rows in spans])
     owners = np.concatenate(
         [np.full(rows.stop - rows.start, owner, dtype=np.int64) for owner, _, rows in spans]
     )
-    # Scrape time first, then endpoint, as `read` orders the samples of a series.
     order = np.lexsort((owners, micro))
     times = np.concatenate([block.at[rows] for _, block, rows in spans])[order]
     landing = np.empty(len(order), dtype=np.intp)
     landing[order] = np.arange(len(order))
+    return micro[order], times, landing
+
+
+def stitched(
+    name: str, spans: Sequence[tuple[int, Block, slice]], columns: Sequence[Columns],
+    times: np.ndarray, landing: np.ndarray, events: np.ndarray,
+) -> SeriesChunk:  # fmt: skip
+    """One chunk over several blocks (a layout change in the span, or two endpoints with
+    one instance): every frame in scrape order (`times`, and `landing` from
+    `in_scrape_order`), NaN where a series is not in a frame."""
     labels_of: dict[LabelSet, Mapping[str, str]] = {}
     for _, labels, keys, _ in columns:
         labels_of.update(zip(keys, labels, strict=True))
     keys = sorted(labels_of)
     row_of = {key: i for i, key in enumerate(keys)}
-    values = np.full((len(keys), len(order)), np.nan)
+    values = np.full((len(keys), len(times)), np.nan)
     present = np.zeros(values.shape, dtype=bool)
     offset = 0
     for (_, block, rows), (index, _, block_keys, _) in zip(spans, columns, strict=True):

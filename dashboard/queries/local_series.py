@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from dashboard.queries.local_chunks import (
     LabelSet,
     SeriesChunk,
     between,
+    in_scrape_order,
     joined,
     span_rows,
     stitched,
@@ -85,6 +86,18 @@ def _label_filter(
         return all(labels.get(k) == v for k, v in wanted.items())
 
     return keep
+
+
+class _Instance(NamedTuple):
+    """One instance's part of a span. Equal times and equal events are one array each
+    (interned), so instances scraped together are told by identity, without comparing."""
+
+    spans: list[tuple[int, Block, slice]]  # (endpoint id, block, its rows in the span)
+    times: np.ndarray  # frame seconds, in scrape order
+    landing: np.ndarray | None  # where each span's frames land in `times`; None: one block
+    events: np.ndarray  # event seconds
+    frame_micros: np.ndarray
+    event_micros: np.ndarray
 
 
 class StoreWindow:
@@ -248,7 +261,7 @@ class StoreWindow:
                 found.append((joined([chunk for chunk, _, _ in run])[0], run[0][1], run[0][2]))
                 run.clear()
 
-        for spans, times, events, frame_micros, event_micros in self._instance_spans(
+        for spans, times, landing, events, frame_micros, event_micros in self._instance_spans(
             endpoints, start, end
         ):
             columns = [block.index.columns(name, keep, keep_key) for _, block, _ in spans]
@@ -256,7 +269,8 @@ class StoreWindow:
                 continue
             if len(spans) > 1:
                 flush()
-                found.append((stitched(name, spans, columns, events), frame_micros, event_micros))
+                chunk = stitched(name, spans, columns, times, landing, events)
+                found.append((chunk, frame_micros, event_micros))
                 continue
             (_, block, rows), (index, labels, keys, memo) = spans[0], columns[0]
             # One block: the usual case, a slice of its matrix (rows: series).
@@ -271,11 +285,9 @@ class StoreWindow:
 
     def _instance_spans(
         self, endpoints: Mapping[int, str], start: int, end: int
-    ) -> list[tuple[list[tuple[int, Block, slice]], np.ndarray, np.ndarray]]:
-        """Per instance (in order) its blocks' rows in [start, end], its frame times there
-        (for one block) and its events there; worked out once per span, as the specs of a
-        page read a few spans many times. Equal times and events are one array each, so
-        instances scraped together batch on identity, without comparing arrays."""
+    ) -> list[_Instance]:
+        """Each instance's frames and events in [start, end], in instance order; worked out
+        once per span, as the specs of a page read a few spans many times."""
         key = (tuple(sorted(endpoints.items())), start, end)
         found = self._spans.get(key)
         if found is not None:
@@ -293,13 +305,10 @@ class StoreWindow:
                     if rows.start != rows.stop:
                         spans.append((endpoint_id, block, rows))
             if spans:
-                micro = np.concatenate([block.at_micros[rows] for _, block, rows in spans])
-                times = np.concatenate([block.at[rows] for _, block, rows in spans])
-                owners = np.repeat([e for e, _, _ in spans], [r.stop - r.start for *_, r in spans])
-                order = np.lexsort((owners, micro))  # as _stitched orders its frames
+                micro, times, landing = in_scrape_order(spans)
                 event_micros, events = self._events_between(ids, start, end)
-                found.append((spans, self._interned(times[order]), self._interned(events),
-                              micro[order], event_micros))  # fmt: skip
+                found.append(_Instance(spans, self._interned(times), landing,
+                                       self._interned(events), micro, event_micros))  # fmt: skip
         return found
 
     def _interned(self, array: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.queries.local_backend import aggregate
+from dashboard.queries.local_backend import aggregate_parts
 from dashboard.queries.local_math import counter_deltas, group_reduce, group_sums
 from dashboard.queries.local_series import store_read
 from inventory.store import frame_blocks, frames_in_window, micros
@@ -18,13 +18,13 @@ from tests.dashboard.queries.storefill import at, endpoint_with_scrapes, fleet_n
 
 
 def _pandas_sums(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """What `aggregate` did for every sum before it had a numpy path."""
+    """What `aggregate_parts` did for every sum before it had a numpy path."""
     frame = pd.DataFrame(np.column_stack(list(values)))
     return frame.T.groupby(groups).sum(min_count=1).to_numpy(dtype=float)
 
 
 def _first_seen_ids(groups: np.ndarray) -> np.ndarray:
-    """Group ids numbered in order of first appearance, as `aggregate` numbers them."""
+    """Group ids numbered in order of first appearance, as `aggregate_parts` numbers them."""
     ids: dict[int, int] = {}
     return np.array([ids.setdefault(int(g), len(ids)) for g in groups])
 
@@ -76,12 +76,18 @@ def test_group_averages_maxima_and_minima_are_pandas_ones_to_the_bit(seed: int) 
         assert np.array_equal(found, expected.to_numpy(dtype=float), equal_nan=True), agg
 
 
+def aggregate(items: list[tuple[dict[str, str], np.ndarray]]) -> dict:
+    """`sum by (le)` of some series, each (labels, values on the step grid)."""
+    part = ([labels for labels, _ in items], np.vstack([v for _, v in items]), None)
+    return aggregate_parts([part], ("le",))
+
+
 def test_aggregate_sums_as_pandas_does_including_the_sign_of_zero() -> None:
     zero = [({"le": "1", "instance": "a"}, np.array([-0.0, np.nan, 1.0]))]
-    assert math.copysign(1.0, aggregate(zero * 2, ("le",))[(("le", "1"),)][0]) == 1.0
+    assert math.copysign(1.0, aggregate(zero * 2)[(("le", "1"),)][0]) == 1.0
     no_nan = [({"le": "1", "instance": "a"}, np.array([-0.0, 2.0]))]
-    assert math.copysign(1.0, aggregate(no_nan * 2, ("le",))[(("le", "1"),)][0]) == -1.0
-    single = aggregate(no_nan, ("le",))[(("le", "1"),)]
+    assert math.copysign(1.0, aggregate(no_nan * 2)[(("le", "1"),)][0]) == -1.0
+    single = aggregate(no_nan)[(("le", "1"),)]
     assert math.copysign(1.0, single[0]) == -1.0 and single[1] == 2.0
 
 
