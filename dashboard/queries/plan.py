@@ -72,8 +72,24 @@ class ScopedInventories(list[tuple[Endpoint, EndpointInventory]]):
 
     def __init__(self, items: Iterable[tuple[Endpoint, EndpointInventory]] = ()) -> None:
         super().__init__(items)
-        self.resolved: dict[str, ResolvedKey | QueryResult] = {}
-        self.exposed: dict[str, set[str]] = {}  # endpoint kind -> family names exposed
+        self._resolved: dict[str, ResolvedKey | QueryResult] = {}
+        self._exposed: dict[str, set[str]] = {}
+
+    def of_kind(self, kind: str) -> list[tuple[Endpoint, EndpointInventory]]:
+        return [(endpoint, inv) for endpoint, inv in self if inv.detected_kind == kind]
+
+    def exposed(self, kind: str) -> set[str]:
+        """The family names the endpoints of `kind` expose, together."""
+        found = self._exposed.get(kind)
+        if found is None:
+            found = self._exposed[kind] = {n for _, inv in self.of_kind(kind) for n in inv.families}
+        return found
+
+    def resolve(self, key: str) -> ResolvedKey | QueryResult:
+        found = self._resolved.get(key)
+        if found is None:
+            found = self._resolved[key] = _resolve_key(key, self)
+        return found
 
 
 # Decoded inventories (families by name) by their JSON text. Decoding a fleet's
@@ -129,29 +145,11 @@ def _family_of(name: str, type: MetricType, families: Mapping[str, object]) -> o
     return None
 
 
-def _resolve_key(
-    key: str, inventories: list[tuple[Endpoint, EndpointInventory]]
-) -> ResolvedKey | QueryResult:
-    if isinstance(inventories, ScopedInventories):
-        found = inventories.resolved.get(key)
-        if found is None:
-            found = inventories.resolved[key] = _resolve_on(key, inventories)
-        return found
-    return _resolve_on(key, inventories)
-
-
-def _resolve_on(
-    key: str, inventories: list[tuple[Endpoint, EndpointInventory]]
-) -> ResolvedKey | QueryResult:
+def _resolve_key(key: str, inventories: ScopedInventories) -> ResolvedKey | QueryResult:
     entry = CATALOG[key]
     kind = ENDPOINT_KIND_FOR_SOURCE[entry.source_kind]
-    candidates = [(e, inv) for e, inv in inventories if inv.detected_kind == kind]
-    known = getattr(inventories, "exposed", None)
-    exposed = None if known is None else known.get(kind)
-    if exposed is None:
-        exposed = {name for _, inv in candidates for name in inv.families}
-        if known is not None:
-            known[kind] = exposed
+    candidates = inventories.of_kind(kind)
+    exposed = inventories.exposed(kind)
     resolution = resolve(key, exposed)
     if resolution.name is None:
         return unavailable(resolution.reason or "not-exposed", f"{key}: {resolution.message}")
@@ -184,7 +182,7 @@ def plan_query(
     *,
     scope: Scope,
     window: Window,
-    inventories: list[tuple[Endpoint, EndpointInventory]] | None = None,
+    inventories: ScopedInventories | None = None,
 ) -> Plan | QueryResult:
     """Resolve every key of `spec` on `scope`; the first unavailable key decides the result.
 
@@ -204,7 +202,7 @@ def plan_query(
     for key in spec_keys(spec):
         if key in keys:
             continue
-        resolved = _resolve_key(key, inventories)
+        resolved = inventories.resolve(key)
         if isinstance(resolved, QueryResult):
             return resolved
         keys[key] = resolved
