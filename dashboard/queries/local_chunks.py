@@ -7,15 +7,14 @@ together, as one matrix; and the per-block column indexes they are cut from.
 
 from __future__ import annotations
 
-import threading
 from bisect import bisect_left
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from fleetscope.lru import LruCache
 from inventory.store import FrameBlock
 from inventory.store_codec import Series
 
@@ -109,24 +108,13 @@ class _BlockIndex:
 # Block indexes by (instance, identities of the layout entries), most recently used last.
 # The entries are the cached decoded layout's own tuples, and each index holds them, so an
 # identity in a key cannot be handed to another object while its entry lives.
-_INDEXES: OrderedDict[tuple[str, tuple[int, ...]], _BlockIndex] = OrderedDict()
-BLOCK_INDEX_CACHE_SIZE = 1024
-_INDEXES_LOCK = threading.Lock()
+_INDEXES: LruCache[tuple[str, tuple[int, ...]], _BlockIndex] = LruCache(1024)
 
 
 def _block_index(series: tuple[Series, ...], instance: str) -> _BlockIndex:
-    key = (instance, tuple(map(id, series)))
-    with _INDEXES_LOCK:
-        found = _INDEXES.get(key)
-        if found is not None:
-            _INDEXES.move_to_end(key)
-            return found
-    found = _BlockIndex(series, instance)
-    with _INDEXES_LOCK:
-        _INDEXES[key] = found
-        while len(_INDEXES) > BLOCK_INDEX_CACHE_SIZE:
-            _INDEXES.popitem(last=False)
-    return found
+    return _INDEXES.get_or_make(
+        (instance, tuple(map(id, series))), lambda: _BlockIndex(series, instance)
+    )
 
 
 class Block:
@@ -178,9 +166,7 @@ def between(
 
 # Memos of joined chunks, by the memos of the chunks joined (each entry holds those, so
 # their ids stay theirs): a fleet's instances join the same way every render.
-_JOINED_MEMOS: OrderedDict[tuple[int, ...], tuple[tuple[dict, ...], dict]] = OrderedDict()
-JOINED_MEMO_CACHE_SIZE = 4096
-_JOINED_LOCK = threading.Lock()
+_JOINED_MEMOS: LruCache[tuple[int, ...], tuple[tuple[dict, ...], dict]] = LruCache(4096)
 
 
 def joined(run: Sequence[SeriesChunk]) -> list[SeriesChunk]:
@@ -189,16 +175,9 @@ def joined(run: Sequence[SeriesChunk]) -> list[SeriesChunk]:
     fleet instead of once per instance."""
     if len(run) <= 1:
         return list(run)
-    key = tuple(id(chunk.memo) for chunk in run)
-    with _JOINED_LOCK:
-        found = _JOINED_MEMOS.get(key)
-        if found is None:
-            found = _JOINED_MEMOS[key] = (tuple(chunk.memo for chunk in run), {})
-            while len(_JOINED_MEMOS) > JOINED_MEMO_CACHE_SIZE:
-                _JOINED_MEMOS.popitem(last=False)
-        else:
-            _JOINED_MEMOS.move_to_end(key)
-    memo = found[1]
+    _, memo = _JOINED_MEMOS.get_or_make(
+        tuple(id(chunk.memo) for chunk in run), lambda: (tuple(c.memo for c in run), {})
+    )
     rows = memo.get("rows")
     if rows is None:  # the members' columns fix the rows, so this keeps with the memo
         rows = memo["rows"] = (

@@ -8,8 +8,6 @@ thread without a database connection.
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +17,7 @@ from django.db.models.functions import Cast
 
 from dashboard.queries.result import QueryResult, unavailable
 from dashboard.queries.spec import Scope, Spec, Window, spec_keys
+from fleetscope.lru import LruCache
 from inventory.catalog import CATALOG, MetricType, SourceKind, resolve
 from inventory.models import Endpoint, EndpointInventory
 
@@ -96,23 +95,7 @@ class ScopedInventories(list[tuple[Endpoint, EndpointInventory]]):
 # inventories cost 80% of reading them (~26 of 33 ms for 66 endpoints), every render, for
 # text that changes only when a layout does. Keyed by the text itself, an entry cannot go
 # stale; the dicts are shared, so planning only ever reads them.
-_FAMILIES: OrderedDict[str, dict[str, Any]] = OrderedDict()
-FAMILIES_CACHE_SIZE = 2048
-_FAMILIES_LOCK = threading.Lock()
-
-
-def _families(text: str) -> dict[str, Any]:
-    with _FAMILIES_LOCK:
-        found = _FAMILIES.get(text)
-        if found is not None:
-            _FAMILIES.move_to_end(text)
-            return found
-    found = json.loads(text)
-    with _FAMILIES_LOCK:
-        _FAMILIES[text] = found
-        while len(_FAMILIES) > FAMILIES_CACHE_SIZE:
-            _FAMILIES.popitem(last=False)
-    return found
+_FAMILIES: LruCache[str, dict[str, Any]] = LruCache(2048)
 
 
 def scoped_inventories(scope: Scope) -> ScopedInventories:
@@ -132,7 +115,8 @@ def scoped_inventories(scope: Scope) -> ScopedInventories:
             continue
         inventory = getattr(endpoint, "inventory", None)
         if inventory is not None:
-            inventory.families = _families(endpoint.families_text)
+            text = endpoint.families_text
+            inventory.families = _FAMILIES.get_or_make(text, lambda t=text: json.loads(t))
             found.append((endpoint, inventory))
     return found
 
