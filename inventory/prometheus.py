@@ -6,7 +6,9 @@ measured against 0.7.2: its query methods return only `data.result` (the
 body in their exception text, round range bounds to whole seconds, default
 to no timeout and mount urllib3 retries on 5xx (which would double the
 Celery retry layer). httpx through `inventory.outbound.sync_client` gets the
-read-only guard and its observers on every request for free.
+read-only guard and its observers on every request for free. The library stays
+the reference: tests/inventory/test_prometheus_reference.py asks a real
+Prometheus through both and requires the same answers.
 
 No retries here: a page answers with one attempt, and background tasks retry
 the exceptions whose `retryable` is true. Bad queries are never retried.
