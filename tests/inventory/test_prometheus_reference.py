@@ -118,7 +118,8 @@ def test_warnings_the_library_drops_reach_the_caller() -> None:
 def test_a_503_is_asked_once_where_the_library_by_default_asks_again() -> None:
     body = {"status": "error", "errorType": "unavailable", "error": "<html>secret</html>"}
     with serving(json_answer(503, body)) as server:
-        # The library's default: urllib3 retries with backoff (one second, then two).
+        # The library's default retries, with their sleeps between attempts taken out
+        # (through its session's adapter: no public setting) to keep the test quick.
         library = PrometheusConnect(url=server.url(""), timeout=10)
         library._session.adapters[server.url("")].max_retries.backoff_factor = 0
         with pytest.raises(RetryError, match="too many 503 error responses"):
