@@ -118,8 +118,8 @@ def plain_reads() -> Iterator[None]:
     """The baseline's store path: every spec reads the store itself, and every frame is
     fetched and decompressed again (the process caches bypassed, not emptied)."""
     with (
-        mock.patch("dashboard.queries.run.StoreWindow", _NoSharedReads),
-        mock.patch("inventory.store._frame_cache_limit", lambda: 0),
+        mock.patch("queries.run.StoreWindow", _NoSharedReads),
+        mock.patch("inventory.store.reads._frame_cache_limit", lambda: 0),
     ):
         yield
 
@@ -145,7 +145,7 @@ def bench_local(fleet: Any, windows: list[Any], renders: int, baseline_renders: 
     """Renders as the live overview makes them: each window ends one step after the last
     (so each render meets one new frame per endpoint, as every interval does), in a
     process set up as the server's (fleetscope.asgi freezes the startup heap)."""
-    from fleetscope.heap import freeze_startup_heap
+    from fleetscope.lib.heap import freeze_startup_heap
 
     freeze_startup_heap()
     cold, _, _ = render(fleet, windows[0], "local")  # imports, catalog, store caches
@@ -184,7 +184,7 @@ def bench_local(fleet: Any, windows: list[Any], renders: int, baseline_renders: 
 def prometheus_on(openmetrics: Path, workdir: Path) -> Iterator[str]:
     """The history backfilled with promtool, served by a real Prometheus (the test suite's
     runner: Debian's package on a free loopback port)."""
-    from tests.prometheus import running_prometheus
+    from devtools.prometheus import running_prometheus
 
     started = time.perf_counter()
     data = workdir / "data"
@@ -221,7 +221,7 @@ def recorded_queries(fleet: Any, window: Any) -> list[list[tuple[str, Any]]]:
     the replica table asks for one point), grouped per run_queries call, since each call
     goes out as one parallel batch."""
     from dashboard import overview
-    from dashboard.queries import prometheus_backend
+    from queries import prometheus_backend
 
     compile_plan = prometheus_backend.compile_plan
     run_queries = overview.run_queries
@@ -266,7 +266,7 @@ def plain_httpx(prometheus: str, groups: list[list[tuple[str, Any]]], workers: i
 
 
 def bench_prometheus(prometheus: str, fleet: Any, window: Any, renders: int) -> None:
-    from dashboard.queries.run import MAX_PARALLEL_QUERIES
+    from queries.run import MAX_PARALLEL_QUERIES
 
     groups = recorded_queries(fleet, window)
     count = sum(len(g) for g in groups)
@@ -289,8 +289,8 @@ def bench_prometheus(prometheus: str, fleet: Any, window: Any, renders: int) -> 
 def asgi_server() -> Iterator[int]:
     """The web process on its own, as deployed: uvicorn serving fleetscope.asgi. In this
     process its event loop would share the GIL with the overview computation."""
-    from tests.conftest import free_port
-    from tests.waiting import wait_until
+    from devtools.ports import free_port
+    from devtools.waiting import wait_until
 
     port = free_port()
     log_path = Path(os.environ["FLEETSCOPE_VAR_DIR"]) / "uvicorn.log"
@@ -415,7 +415,7 @@ def main() -> None:
     from django.conf import settings
     from django.test import override_settings
 
-    from dashboard.queries import Window
+    from queries import Window
 
     try:
         openmetrics = workdir / "history.om" if with_prometheus else None

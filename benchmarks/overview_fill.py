@@ -1,7 +1,7 @@
 """Filling the embedded store from a fleetsim history, for benchmarks/overview.py.
 
 Each simulated scrape cycle lands the way a real one does: through
-`inventory.services._record_cycle`, one transaction per cycle. A new layout is
+`inventory.services.cycle_record`, one transaction per cycle. A new layout is
 rendered and strictly parsed for real (its layout blob and inventory come from
 that parse); later cycles with the same series map the simulator's samples onto
 it directly, which is what keeps 32 replicas x 6 hours to a few minutes.
@@ -47,29 +47,26 @@ class StoreFill:
 
     def _shape(self, url: str, kind: str, families: list[Any], keys: tuple[Any, ...]) -> None:
         """A new layout: render and parse it for real, and map simulator samples onto it."""
-        from inventory.exposition import parse
-        from inventory.exposition_model import LabelCache
-        from inventory.store_codec import frame_from_families, layout_digest
+        from inventory.exposition import LabelCache, parse
+        from inventory.store import LayoutMemo, frame_encode, frame_layout
 
         body = render_go_style(families).encode() if kind == "dcgm" else exposition(families)
         parsed = parse(body, cache=self.caches.setdefault(url, LabelCache()))
-        frame = frame_from_families(parsed)
+        layout = frame_layout(parsed)
         position = {key: i for i, key in enumerate(keys)}
         take = np.array(
-            [position[(name, tuple(sorted(labels.items())))] for name, labels in frame.layout],
+            [position[(name, tuple(sorted(labels.items())))] for name, labels in layout],
             dtype=np.intp,
         )
-        values = np.array([v for fam in families for _, _, v in fam.samples], dtype=np.float64)
-        assert np.array_equal(values[take], np.array(frame.values), equal_nan=True), url
-        self.shapes[url] = (keys, layout_digest(frame.layout), take)
+        encoded = frame_encode(url, parsed, LayoutMemo())
+        self.shapes[url] = (keys, encoded, take)
         self.parses += 1
-        self.pending[url] = (frame.layout, parsed)
+        self.pending[url] = (encoded, parsed)
 
     def cycle(self, unix: float, scrapes: list[tuple[Any, list[Any] | None]]) -> None:
-        from inventory.scrape import ErrorKind, ScrapeFailed, ScrapeOutcome
-        from inventory.services import _record_cycle
+        from inventory.scraping import ErrorKind, ScrapeFailed, ScrapeOutcome
+        from inventory.services import cycle_record
         from inventory.snapshot import inventory_snapshot
-        from inventory.store_codec import encode_layout, encode_values
 
         started = datetime.fromtimestamp(unix, UTC)
         self.pending = {}
@@ -87,17 +84,19 @@ class StoreFill:
                 shape = self.shapes.get(target.url)
                 if shape is None or shape[0] != keys:
                     self._shape(target.url, target.kind, families, keys)
-                _, digest, take = self.shapes[target.url]
+                _, encoded, take = self.shapes[target.url]
                 values = np.array([v for f in families for _, _, v in f.samples], np.float64)
-                outcome.values_blob = encode_values(array("d", values[take].tobytes()))
-                outcome.digest, outcome.series_count = digest, len(take)
                 outcome.sample_count = len(take)
                 if target.url in self.pending:
-                    layout, parsed = self.pending[target.url]
-                    outcome.layout_blob = encode_layout(layout)
+                    # The parsed payload's own frame, layout included; its values are the
+                    # simulator's (the same render).
+                    first, parsed = self.pending[target.url]
+                    outcome.frame = first
                     outcome.inventory = inventory_snapshot(parsed)
+                else:
+                    outcome.frame = encoded.same_layout(array("d", values[take].tobytes()))
             results.append((self.endpoints[target.url], outcome))
-        _record_cycle(self.fleet_id, results)
+        cycle_record(self.fleet_id, results)
 
 
 class RecordedHistory(History):

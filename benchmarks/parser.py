@@ -35,7 +35,7 @@ from prometheus_client.parser import text_string_to_metric_families
 # benchmarks/fleetsim.py would shadow the fleetsim package when run from this folder.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sample_exposition = importlib.import_module("fleetsim.api").sample_exposition
-exposition = importlib.import_module("inventory.exposition")
+exposition = importlib.import_module("inventory.exposition.parser")
 LabelCache, parse = exposition.LabelCache, exposition.parse
 
 SCRAPE_INTERVAL_SECONDS = 15.0
@@ -106,7 +106,7 @@ def throughput(repeats: int) -> None:
                 "warm": lambda t=text, c=cache: parse(t, cache=c),
             },
             repeats,
-            # The cache remembers the last payload's layout (inventory.exposition_layout):
+            # The cache remembers the last payload's layout (inventory.exposition.templates):
             # parse the previous scrape before each warm run, or every run after the first
             # would re-read a payload identical to the one before it.
             setups={"warm": lambda p=previous, c=cache: parse(p, cache=c)},

@@ -15,7 +15,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from dashboard.heatmaps import bucket_rates
-from dashboard.queries import QueryResult, ResultSeries
+from queries import QueryResult, ResultSeries
 
 PanelKind = Literal["line", "stacked", "heatmap"]
 PANEL_KINDS: frozenset[str] = frozenset(get_args(PanelKind))

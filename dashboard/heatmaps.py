@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dashboard.queries import ResultSeries
+from queries import ResultSeries
 
 # Bucket rates come from separate series; differences this small are float rounding, not a
 # histogram counting down (Prometheus' rate extrapolation keeps one replica's buckets monotone).

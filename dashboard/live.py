@@ -18,9 +18,9 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from dashboard.overview import Backend, OverviewRequest, overview_compute, overview_json
-from dashboard.queries import Window
 from dashboard.timerange import DEFAULT_RANGE, parse_range
 from inventory.models import Fleet
+from queries import Window
 
 # A fleet counts as watched this long after a viewer last connected or pinged.
 WATCH_SECONDS = 120

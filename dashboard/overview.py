@@ -13,9 +13,9 @@ from django.utils import timezone
 from dashboard.figures import panel_figure
 from dashboard.freshness import freshness_annotate
 from dashboard.panels import PANELS, Group, Panel
-from dashboard.queries import Backend, QueryResult, Scope, Window, run_queries
 from dashboard.replicas import REPLICA_SPECS, replica_table, replica_table_from
 from inventory.models import Fleet
+from queries import Backend, QueryResult, Scope, Window, run_queries
 
 TABLE = "replicas"  # spec-name prefix of the replica table's queries
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from dashboard.figures import PANEL_KINDS, PanelKind
-from dashboard.queries import Gauge, Mean, Quantile, Rate, Ratio
+from queries import Gauge, Mean, Quantile, Rate, Ratio
 
 # Rates and quantiles look back this far at each step (Prometheus `[1m]`-style windows).
 RATE_WINDOW_SECONDS = 60.0
@@ -56,7 +56,7 @@ class Panel:
 
 def _heatmap(id: str, group: Group, key: str, title: str, unit: str, capability: str) -> Panel:
     # Summed over replicas per edge; edges only some replicas have (token buckets end at
-    # each one's max_model_len) are left out by the query layer (dashboard.queries.buckets).
+    # each one's max_model_len) are left out by the query layer (queries.buckets).
     spec = Rate(key, by=("le",), window_seconds=RATE_WINDOW_SECONDS)
     return Panel(id, group, title, unit, capability, {"per bucket": spec}, kind="heatmap")
 

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from dashboard.queries import (
+from inventory.models import EndpointKind, Fleet, ScrapeStatus
+from inventory.selectors import endpoints_with_health
+from queries import (
     Backend,
     Gauge,
     Quantile,
@@ -33,8 +35,6 @@ from dashboard.queries import (
     Window,
     run_queries,
 )
-from inventory.models import EndpointKind, Fleet, ScrapeStatus
-from inventory.selectors import endpoints_with_health
 
 TABLE_WINDOW_SECONDS = 300.0
 MIN_REPLICAS_FOR_MEDIAN = 3

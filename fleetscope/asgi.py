@@ -19,7 +19,7 @@ def build_application() -> object:
     from channels.routing import ProtocolTypeRouter, URLRouter
     from channels.security.websocket import AllowedHostsOriginValidator
 
-    from fleetscope.heap import freeze_startup_heap
+    from fleetscope.lib.heap import freeze_startup_heap
     from fleetscope.routing import websocket_urlpatterns
 
     application = ProtocolTypeRouter(

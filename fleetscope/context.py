@@ -17,10 +17,10 @@ class NavItem:
 NAVIGATION: tuple[NavItem, ...] = (
     NavItem("Fleet", "dashboard-fleet-list", "fleet"),
     NavItem("Inventory", "inventory-overview", "inventory"),
-    NavItem("SLOs", "dashboard-slo-list", "slos"),
+    NavItem("SLOs", "slo-list", "slos"),
     NavItem("Incidents", "triage-incident-list", "incidents"),
-    NavItem("Capacity", "dashboard-capacity", "capacity"),
-    NavItem("Cost", "dashboard-cost", "cost"),
+    NavItem("Capacity", "capacity-review", "capacity"),
+    NavItem("Cost", "capacity-cost", "cost"),
 )
 
 

@@ -17,8 +17,8 @@ import uvicorn
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
+from fleetscope.inprocess import InProcessScheduler
 from fleetscope.schedule import periodic_jobs
-from fleetscope.scheduler import InProcessScheduler
 from inventory.services import scrape_pool_close
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from fleetscope.env import Env
-from fleetscope.layers import redis_channel_layers
+from fleetscope.lib.channel_layers import redis_channel_layers
 
 env = Env()
 
@@ -121,6 +121,8 @@ INSTALLED_APPS = [
     "inventory",
     "dashboard",
     "triage",
+    "slo",
+    "capacity",
 ]
 
 MIDDLEWARE = [

@@ -14,5 +14,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("inventory/", include("inventory.urls")),
     path("incidents/", include("triage.urls")),
+    path("slos/", include("slo.urls")),
+    path("", include("capacity.urls")),
     path("", include("dashboard.urls")),
 ]

@@ -5,7 +5,7 @@ measured against 0.7.2: its query methods return only `data.result` (the
 `warnings` that mark a partial answer are dropped), put the whole response
 body in their exception text, round range bounds to whole seconds, default
 to no timeout and mount urllib3 retries on 5xx (which would double the
-Celery retry layer). httpx through `inventory.outbound.sync_client` gets the
+Celery retry layer). httpx through `inventory.scraping.outbound.sync_client` gets the
 read-only guard and its observers on every request for free. The library stays
 the reference: tests/inventory/test_prometheus_reference.py asks a real
 Prometheus through both and requires the same answers.
@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 import orjson
 
-from inventory.outbound import sync_client
+from inventory.scraping import sync_client
 
 # The only paths FleetScope asks a Prometheus for.
 READ_ONLY_PATHS = frozenset(

@@ -10,8 +10,8 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from inventory.models import Endpoint, Fleet, PrometheusSource
-from inventory.netpolicy import BlockedByPolicy
 from inventory.prometheus import prometheus_active_targets
+from inventory.scraping import BlockedByPolicy
 from inventory.services import outbound_policy
 from inventory.targets import TargetSpec, targets_from_prometheus
 

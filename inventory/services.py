@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
-import secrets
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max, Q
+from django.db.models import Q
 from django.utils import timezone
 
-from inventory.models import (
-    Endpoint,
-    EndpointInventory,
-    Fleet,
-    SampleFrame,
-    ScrapeRun,
-    ScrapeStatus,
-    SeriesSet,
-)
-from inventory.netpolicy import OutboundPolicy
-from inventory.scrape import ScrapeLimits, ScrapeOutcome
-from inventory.scrape_pool import ScrapeConfig, ScrapePool
+from inventory.models import Endpoint, EndpointInventory, Fleet, ScrapeRun, ScrapeStatus
+from inventory.scraping import OutboundPolicy, ScrapeConfig, ScrapeLimits, ScrapeOutcome, ScrapePool
+from inventory.store import FrameWrite, frames_prune, frames_write
 
 ERROR_MAX_CHARS = 500
 
@@ -136,7 +126,7 @@ def fleet_scrape(*, fleet_id: int, now: datetime | None = None) -> CycleReport:
         code = str(Fleet.objects.values_list("code", flat=True).get(pk=fleet_id))
         forget = _state.forget.pop(code, [])
         outcomes = scrape_pool().scrape(code, [e.url for e in endpoints], forget)
-        report = _record_cycle(fleet_id, list(zip(endpoints, outcomes, strict=True)))
+        report = cycle_record(fleet_id, list(zip(endpoints, outcomes, strict=True)))
         if report.lost_layouts:
             _state.forget[code] = list(report.lost_layouts)
         return report
@@ -144,84 +134,43 @@ def fleet_scrape(*, fleet_id: int, now: datetime | None = None) -> CycleReport:
         fleet_release(fleet_id=fleet_id)
 
 
-def _record_cycle(fleet_id: int, results: list[tuple[Endpoint, ScrapeOutcome]]) -> CycleReport:
+def cycle_record(fleet_id: int, results: list[tuple[Endpoint, ScrapeOutcome]]) -> CycleReport:
     """Write one cycle in one transaction: a cycle is recorded whole or not at all."""
     runs = [_run_row(endpoint, outcome) for endpoint, outcome in results]
-    good = [(e, o) for e, o in results if o.ok]
-    frames: list[SampleFrame] = []
-    lost_layouts: list[str] = []
+    good = [(e, o) for e, o in results if o.ok and o.frame is not None]
+    by_id = {endpoint.pk: (endpoint, outcome) for endpoint, outcome in good}
     resolution = timedelta(seconds=settings.FLEETSCOPE_STORE_RESOLUTION_SECONDS)
     with transaction.atomic():
-        ids = [endpoint.pk for endpoint, _ in good]
-        # Only a resolution limit needs the previous frame times; with none (the default)
-        # skip the query, which would otherwise scan the whole retention window.
-        latest = _latest_frame_times(ids) if resolution else {}
-        known = {
-            (endpoint_id, digest): pk
-            for endpoint_id, digest, pk in SeriesSet.objects.filter(
-                endpoint_id__in=ids, digest__in={o.digest for _, o in good}
-            ).values_list("endpoint_id", "digest", "pk")
-        }
-        inventoried = dict(
-            EndpointInventory.objects.filter(endpoint_id__in=ids).values_list(
-                "endpoint_id", "series_set_id"
+        written = frames_write(
+            [FrameWrite(e.pk, o.started_at, o.frame) for e, o in good if o.frame is not None],
+            resolution=resolution,
+        )
+        # The scraper thinks the store has these layouts, but it does not (restored or
+        # pruned): their frames were skipped; ask for the layouts again.
+        lost_layouts = [by_id[endpoint_id][1].url for endpoint_id in written.lost_layouts]
+        inventoried = set(
+            EndpointInventory.objects.filter(endpoint_id__in=list(by_id)).values_list(
+                "endpoint_id", flat=True
             )
         )
-        for endpoint, outcome in good:
-            series_set_id = known.get((endpoint.pk, outcome.digest))
-            if series_set_id is None:
-                if outcome.layout_blob is None:
-                    # The scraper thinks we have this layout, but the database does not
-                    # (restored or pruned): skip the frame and ask for the layout again.
-                    lost_layouts.append(outcome.url)
-                    continue
-                series_set_id = SeriesSet.objects.create(
-                    endpoint=endpoint,
-                    digest=outcome.digest,
-                    series_blob=outcome.layout_blob,
-                    series_count=outcome.series_count,
-                    first_seen_at=outcome.started_at,
-                ).pk
+        for endpoint_id, series_set_id in written.series_sets.items():
+            endpoint, outcome = by_id[endpoint_id]
             # The inventory follows each layout the scraper reports as new; a layout
             # seen again recently (a flip back) leaves it as it is.
             if outcome.inventory is not None:
                 _write_inventory(endpoint, series_set_id, outcome)
-            elif endpoint.pk not in inventoried:
+            elif endpoint_id not in inventoried:
                 lost_layouts.append(outcome.url)
-            last = latest.get(endpoint.pk)
-            if last is None or outcome.started_at - last >= resolution:
-                frames.append(
-                    SampleFrame(
-                        endpoint=endpoint,
-                        series_set_id=series_set_id,
-                        at=outcome.started_at,
-                        values_blob=outcome.values_blob,
-                        # Fresh per row: see SampleFrame.token (the read cache's key).
-                        token=secrets.randbits(63),
-                    )
-                )
         ScrapeRun.objects.bulk_create(runs, ignore_conflicts=True)
-        SampleFrame.objects.bulk_create(frames, ignore_conflicts=True)
     return CycleReport(
         fleet_id,
         claimed=True,
         succeeded=len(good),
         failed=len(results) - len(good),
         samples=sum(o.sample_count for _, o in good),
-        frames_written=len(frames),
+        frames_written=written.frames,
         lost_layouts=tuple(lost_layouts),
     )
-
-
-def _latest_frame_times(endpoint_ids: list[int]) -> dict[int, datetime]:
-    # Bounded to the last day: enough for any sensible resolution, and index-friendly.
-    since = timezone.now() - timedelta(days=1)
-    rows = (
-        SampleFrame.objects.filter(endpoint_id__in=endpoint_ids, at__gte=since)
-        .values("endpoint_id")
-        .annotate(last=Max("at"))
-    )
-    return {row["endpoint_id"]: row["last"] for row in rows}
 
 
 def _run_row(endpoint: Endpoint, outcome: ScrapeOutcome) -> ScrapeRun:
@@ -265,9 +214,9 @@ def fleets_scrape_all(*, now: datetime | None = None) -> list[CycleReport]:
 
 
 def store_prune(*, now: datetime | None = None) -> int:
-    """Delete frames past the retention window; return how many went."""
+    """Delete frames and scrape runs past the retention window; return how many frames went."""
     now = now or timezone.now()
     cutoff = now - timedelta(hours=settings.FLEETSCOPE_STORE_RETENTION_HOURS)
-    deleted, _ = SampleFrame.objects.filter(at__lt=cutoff).delete()
+    deleted = frames_prune(before=cutoff)
     ScrapeRun.objects.filter(started_at__lt=cutoff).delete()
     return deleted

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from inventory.dialects import detect_endpoint
+from inventory.catalog import detect_endpoint
 from inventory.exposition import Family
 from inventory.summary import FamilySummary, summarize_families
 

@@ -48,9 +48,3 @@ def closed_port() -> Iterator[int]:
         sock.bind(("127.0.0.1", 0))
         # Bound but not listening: connections are refused, and no one else gets the port.
         yield sock.getsockname()[1]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 
-from fleetscope.sections import PendingSection, render_pending
+from fleetscope.lib.pending_pages import PendingSection, render_pending
 
 
 def incident_list(request: HttpRequest) -> HttpResponse:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from inventory.models import Endpoint, Fleet, ScrapeRun, ScrapeStatus
-from tests.dashboard.queries.storefill import at, endpoint_with_scrapes, histogram
+from tests.queries.storefill import at, endpoint_with_scrapes, histogram
 
 TTFT = "vllm:time_to_first_token_seconds"
 TYPES = {

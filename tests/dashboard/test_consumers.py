@@ -15,7 +15,7 @@ from django.test import Client, override_settings
 
 from dashboard import live
 from fleetscope.asgi import application
-from fleetscope.layers import redis_channel_layers
+from fleetscope.lib.channel_layers import redis_channel_layers
 from inventory.models import Fleet
 from tests.conftest import TEST_REDIS_URL
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from dashboard.figures import Drawn, line_figure, panel_figure
 from dashboard.heatmaps import bucket_rates
-from dashboard.queries import QueryResult, ResultSeries
+from queries import QueryResult, ResultSeries
 
 T = (1_700_000_000.0, 1_700_000_015.0, 1_700_000_030.0)
 Values = Sequence[float | None]

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dashboard.heatmaps import bucket_rates
-from dashboard.queries import ResultSeries
+from queries import ResultSeries
 
 Column = list[float | None]
 

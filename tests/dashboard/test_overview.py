@@ -16,14 +16,14 @@ from django.utils import timezone
 from dashboard import live
 from dashboard.overview import OverviewRequest, overview_compute, overview_json
 from dashboard.panels import PANELS, PANELS_BY_ID
-from dashboard.queries import Window
+from devtools.waiting import wait_until
 from fleetsim.api import Fleet as SimFleet
 from fleetsim.api import start_fleet
 from inventory.models import Fleet
 from inventory.registration import targets_import
 from inventory.services import fleet_scrape
 from inventory.targets import TargetSpec
-from tests.waiting import wait_until
+from queries import Window
 
 pytestmark = pytest.mark.django_db
 # Panels fleetsim cannot feed: it simulates no speculative decoding.

@@ -27,14 +27,15 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from dashboard import live
+from devtools.ports import free_port
+from devtools.waiting import wait_until
 from fleetscope.asgi import application
-from fleetscope.layers import redis_channel_layers
+from fleetscope.lib.channel_layers import redis_channel_layers
 from inventory.models import Fleet
 from tests.browser import chromium, screenshot_path
-from tests.conftest import TEST_REDIS_URL, free_port
-from tests.dashboard.queries.storefill import T0, fleet_named
+from tests.conftest import TEST_REDIS_URL
 from tests.dashboard.replicafill import END, replica
-from tests.waiting import wait_until
+from tests.queries.storefill import T0, fleet_named
 
 pytestmark = [
     pytest.mark.browser,

@@ -23,17 +23,17 @@ from django.test import override_settings
 from django.utils import timezone
 
 from dashboard.overview import OverviewRequest, overview_compute, overview_json
-from dashboard.queries import Window
+from devtools.prometheus import file_sd_config, running_prometheus
+from devtools.waiting import wait_until
 from fleetsim.api import start_fleet
 from inventory.models import Fleet
 from inventory.registration import targets_import
 from inventory.services import fleet_scrape
 from inventory.targets import TargetSpec
-from tests.dashboard.queries.storefill import fleet_named
+from queries import Window
 from tests.dashboard.replicafill import replica
 from tests.inventory.badservers import html_error_page, json_answer, serving
-from tests.prometheus import file_sd_config, running_prometheus
-from tests.waiting import wait_until
+from tests.queries.storefill import fleet_named
 
 Responder = Callable[[BaseHTTPRequestHandler], None]
 

@@ -6,11 +6,11 @@ import pytest
 
 from dashboard.overview import OverviewRequest, overview_compute, overview_json
 from dashboard.panels import PANELS, PANELS_BY_ID, Group, Panel
-from dashboard.queries import Quantile, Rate, Window
-from dashboard.queries.spec import spec_keys
 from inventory.capabilities import CAPABILITIES
 from inventory.models import Fleet
-from tests.dashboard.queries.storefill import at, endpoint_with_scrapes, fleet_named, histogram
+from queries import Quantile, Rate, Window
+from queries.spec import spec_keys
+from tests.queries.storefill import at, endpoint_with_scrapes, fleet_named, histogram
 
 M = {"model_name": "llama", "engine": "0"}
 NVLINK = "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"

@@ -8,10 +8,10 @@ import pytest
 
 from dashboard.overview import OverviewRequest, overview_compute
 from dashboard.panels import Group
-from dashboard.queries import Window
 from dashboard.replicas import COLUMNS, outlier, replica_table
-from tests.dashboard.queries.storefill import at, fleet_named
+from queries import Window
 from tests.dashboard.replicafill import END, replica
+from tests.queries.storefill import at, fleet_named
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ from django.test import Client
 
 from dashboard.panels import PANELS
 from inventory.models import Endpoint, EndpointKind
-from tests.dashboard.queries.storefill import fleet_named
 from tests.dashboard.replicafill import replica
+from tests.queries.storefill import fleet_named
 
 pytestmark = pytest.mark.django_db
 

@@ -14,10 +14,10 @@ import pytest
 from playwright.sync_api import expect
 
 from dashboard.panels import PANELS
+from devtools.ports import free_port
+from devtools.waiting import get_when_listening, wait_until
 from fleetscope.embedded import port_is_free
 from tests.browser import chromium, screenshot_path
-from tests.conftest import free_port
-from tests.waiting import get_when_listening, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 

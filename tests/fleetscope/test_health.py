@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from django.test import Client, override_settings
 
-from tests.conftest import TEST_REDIS_URL, free_port
-from tests.waiting import get_when_listening
+from devtools.ports import free_port
+from devtools.waiting import get_when_listening
+from tests.conftest import TEST_REDIS_URL
 
 ROOT = Path(__file__).resolve().parents[2]
 

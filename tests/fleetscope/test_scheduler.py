@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from fleetscope.inprocess import InProcessScheduler
 from fleetscope.schedule import PeriodicJob, beat_schedule, periodic_jobs
-from fleetscope.scheduler import InProcessScheduler
 
 # The scheduler closes stale database connections after each job.
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from tests.prometheus import binary
+from devtools.prometheus import binary
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.waiting import wait_until
+from devtools.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 

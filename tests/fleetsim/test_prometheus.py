@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from devtools.prometheus import file_sd_config, running_prometheus
+from devtools.waiting import wait_until
 from fleetsim.api import start_fleet
 from fleetsim.history import History
 from fleetsim.targets import file_sd
 from tests.fleetsim.conftest import query
-from tests.prometheus import file_sd_config, running_prometheus
-from tests.waiting import wait_until
 
 pytestmark = pytest.mark.prometheus
 

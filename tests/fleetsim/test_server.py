@@ -11,9 +11,9 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from devtools.waiting import wait_until
 from fleetsim.api import Fleet, PortInUseError, start_fleet
 from tests.fleetsim.conftest import samples
-from tests.waiting import wait_until
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from inventory.store_listings import SPAN_LISTINGS
-from inventory.store_values import FRAME_CACHE
+from inventory.store.frame_cache import FRAME_CACHE
+from inventory.store.span_listings import SPAN_LISTINGS
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from inventory import outbound
+from devtools.prometheus import file_sd_config, running_prometheus
 from inventory.prometheus import (
     PrometheusBadQuery,
     PrometheusServerError,
@@ -27,8 +27,8 @@ from inventory.prometheus import (
     prometheus_query,
     prometheus_query_range,
 )
+from inventory.scraping import outbound
 from tests.inventory.badservers import html_error_page, json_answer, serving
-from tests.prometheus import file_sd_config, running_prometheus
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 

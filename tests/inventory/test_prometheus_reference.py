@@ -19,10 +19,10 @@ from prometheus_api_client import PrometheusConnect
 from requests.exceptions import RetryError
 from urllib3.util.retry import Retry
 
+from devtools.prometheus import binary, running_prometheus
 from fleetsim.history import History
 from inventory.prometheus import PrometheusServerError, prometheus_query, prometheus_query_range
 from tests.inventory.badservers import json_answer, serving
-from tests.prometheus import binary, running_prometheus
 
 # A rate over a counter reset, a quantile over buckets, a ratio of gauges, a label value
 # with quotes and markup, and series that exist only on some replicas.

@@ -6,14 +6,14 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.test import override_settings
 
+from devtools.prometheus import file_sd_config, running_prometheus
+from devtools.waiting import wait_until
 from fleetsim.api import start_fleet
 from fleetsim.targets import file_sd
 from inventory.models import Endpoint, Fleet, PrometheusSource
 from inventory.prometheus import PrometheusError
 from inventory.registration import endpoints_discover, fleet_ensure, targets_import
 from inventory.targets import TargetSpec
-from tests.prometheus import file_sd_config, running_prometheus
-from tests.waiting import wait_until
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,6 @@ from django.utils import timezone
 
 from fleetsim.api import Fleet as SimFleet
 from fleetsim.api import start_fleet
-from inventory import outbound
 from inventory.models import (
     Endpoint,
     EndpointInventory,
@@ -26,9 +25,10 @@ from inventory.models import (
     SeriesSet,
 )
 from inventory.registration import targets_import
+from inventory.scraping import outbound
 from inventory.selectors import endpoint_snapshots
 from inventory.services import fleet_claim, fleet_scrape, store_prune
-from inventory.store import frames_in_window
+from inventory.store.reads import frames_in_window
 from inventory.targets import TargetSpec
 from tests.inventory.badservers import send_body, serving
 

@@ -9,9 +9,9 @@ from django.utils import timezone
 from dashboard.live import default_backend
 from dashboard.overview import overview_json, panel_compute
 from dashboard.panels import PANELS_BY_ID
-from dashboard.queries import Window
 from dashboard.timerange import DEFAULT_RANGE, RANGES, RangeError, parse_range
 from inventory.models import Fleet
+from queries import Window
 
 
 class Command(BaseCommand):

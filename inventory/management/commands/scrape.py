@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from inventory.scrape import Scraper
+from inventory.scraping import Scraper
 from inventory.services import outbound_policy, scrape_limits
 
 

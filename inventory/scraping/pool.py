@@ -1,0 +1,124 @@
+"""Scraping on every core: endpoints are sharded over worker processes by URL.
+
+Parsing is CPU-bound Python, so one process tops out at one core. A pool of
+worker processes (spawned, so they inherit no threads or database connections
+from the web process) each keeps its own Scraper per fleet; a URL always goes
+to the same worker, so its label cache stays warm from cycle to cycle. Workers
+return compact, picklable outcomes; the parent writes the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import zlib
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from threading import Lock
+
+from inventory.scraping.policy import OutboundPolicy
+from inventory.scraping.scraper import ScrapeLimits, ScrapeOutcome, Scraper
+
+
+@dataclass(frozen=True)
+class ScrapeConfig:
+    """Everything a worker needs to build a Scraper; picklable."""
+
+    allow: tuple[str, ...]
+    allow_loopback: bool
+    limits: ScrapeLimits
+    concurrency: int
+
+
+# Worker-process state: one Scraper per fleet, made on first use.
+_worker_scrapers: dict[str, Scraper] = {}
+
+
+def _worker_scrape(
+    fleet_code: str, config: ScrapeConfig, urls: list[str], forget: list[str]
+) -> list[ScrapeOutcome]:
+    return _scrape_with(_worker_scrapers, fleet_code, config, urls, forget)
+
+
+def shard_of(url: str, shards: int) -> int:
+    # crc32, not hash(): stable across processes and restarts.
+    return zlib.crc32(url.encode()) % shards
+
+
+@dataclass
+class ScrapePool:
+    """Runs a fleet's scrape across `processes` workers; 0 means in this process."""
+
+    processes: int
+    config: ScrapeConfig
+    _executors: list[ProcessPoolExecutor] = field(default_factory=list)
+    _local: dict[str, Scraper] = field(default_factory=dict)
+    _lock: Lock = field(default_factory=Lock)
+
+    def scrape(self, fleet_code: str, urls: list[str], forget: list[str]) -> list[ScrapeOutcome]:
+        """Outcomes in the order of `urls`."""
+        if self.processes == 0 or len(urls) < 2:
+            return _scrape_with(self._local, fleet_code, self.config, urls, forget)
+        executors = self._ensure_executors()
+        shards: list[list[int]] = [[] for _ in executors]
+        for index, url in enumerate(urls):
+            shards[shard_of(url, len(executors))].append(index)
+        futures: list[tuple[list[int], Future[list[ScrapeOutcome]]]] = []
+        ordered: list[ScrapeOutcome | None] = [None] * len(urls)
+        try:
+            # submit() itself raises once the executor has noticed a dead worker.
+            for shard, (executor, indices) in enumerate(zip(executors, shards, strict=True)):
+                if indices:
+                    shard_urls = [urls[i] for i in indices]
+                    shard_forget = [u for u in forget if shard_of(u, len(executors)) == shard]
+                    future = executor.submit(
+                        _worker_scrape, fleet_code, self.config, shard_urls, shard_forget
+                    )
+                    futures.append((indices, future))
+            for indices, future in futures:
+                for index, outcome in zip(indices, future.result(), strict=True):
+                    ordered[index] = outcome
+        except BrokenProcessPool:
+            # A worker died (OOM kill, say): start fresh next cycle instead of failing forever.
+            self.close()
+            raise
+        return [outcome for outcome in ordered if outcome is not None]
+
+    def _ensure_executors(self) -> list[ProcessPoolExecutor]:
+        with self._lock:
+            if not self._executors:
+                context = multiprocessing.get_context("spawn")
+                # One single-process executor per shard: a URL must always reach the same worker.
+                self._executors = [
+                    ProcessPoolExecutor(max_workers=1, mp_context=context)
+                    for _ in range(self.processes)
+                ]
+            return self._executors
+
+    def close(self) -> None:
+        with self._lock:
+            for executor in self._executors:
+                executor.shutdown(wait=True, cancel_futures=True)
+            # Forget this process's local scrapers too: a closed pool starts cold.
+            self._local.clear()
+            self._executors = []
+
+
+def _scrape_with(
+    scrapers: dict[str, Scraper],
+    fleet_code: str,
+    config: ScrapeConfig,
+    urls: list[str],
+    forget: list[str],
+) -> list[ScrapeOutcome]:
+    scraper = scrapers.get(fleet_code)
+    if scraper is None:
+        scraper = Scraper(
+            policy=OutboundPolicy(config.allow, config.allow_loopback),
+            limits=config.limits,
+            concurrency=config.concurrency,
+        )
+        scrapers[fleet_code] = scraper
+    scraper.forget_layouts(forget)
+    return asyncio.run(scraper.scrape_many(urls))

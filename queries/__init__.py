@@ -1,0 +1,41 @@
+"""Query specs and the two backends that run them (PromQL on Prometheus, numpy locally).
+
+from queries import Quantile, Scope, Window, run_query
+result = run_query(Quantile("ttft", 0.95, by=("model_name",)),
+                   scope=Scope(fleet), window=window, backend="local")
+"""
+
+from __future__ import annotations
+
+from queries.result import QueryResult, ResultSeries
+from queries.run import Backend, run_queries, run_query
+from queries.spec import (
+    FractionBelow,
+    Gauge,
+    Increase,
+    Mean,
+    Quantile,
+    Rate,
+    Ratio,
+    Scope,
+    Spec,
+    Window,
+)
+
+__all__ = [
+    "Backend",
+    "FractionBelow",
+    "Gauge",
+    "Increase",
+    "Mean",
+    "Quantile",
+    "QueryResult",
+    "Rate",
+    "Ratio",
+    "ResultSeries",
+    "Scope",
+    "Spec",
+    "Window",
+    "run_queries",
+    "run_query",
+]

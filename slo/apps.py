@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SloConfig(AppConfig):
+    name = "slo"
+    verbose_name = "SLOs"

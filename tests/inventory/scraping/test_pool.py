@@ -1,0 +1,96 @@
+"""The worker-process path the production scheduler uses (tests default to in-process)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures.process import BrokenProcessPool
+from http.server import BaseHTTPRequestHandler
+
+import pytest
+
+from fleetsim.api import Fleet, start_fleet
+from inventory.scraping.pool import ScrapeConfig, ScrapePool, shard_of
+from inventory.scraping.scraper import ScrapeLimits
+from tests.inventory.badservers import send_body, serving
+
+CONFIG = ScrapeConfig(allow=(), allow_loopback=True, limits=ScrapeLimits(), concurrency=8)
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[Fleet]:
+    with start_fleet(replicas=3, scenario="steady", seed=5) as running:
+        yield running
+
+
+@pytest.fixture
+def pool() -> Iterator[ScrapePool]:
+    workers = ScrapePool(processes=2, config=CONFIG)
+    yield workers
+    workers.close()
+
+
+def test_workers_return_outcomes_in_request_order(sim: Fleet, pool: ScrapePool) -> None:
+    urls = [t.url for t in sim.targets]
+    outcomes = pool.scrape("fleet-a", urls, [])
+    assert [o.url for o in outcomes] == urls
+    assert all(o.ok for o in outcomes)
+    assert {shard_of(url, 2) for url in urls} == {0, 1}
+
+
+def test_a_worker_keeps_its_layout_memo_across_cycles_and_can_be_told_to_forget(
+    pool: ScrapePool,
+) -> None:
+    # A fixed payload: a live replica may legitimately change its layout between scrapes.
+    def respond(h: BaseHTTPRequestHandler) -> None:
+        send_body(h, b"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n")
+
+    with serving(respond) as server:
+        urls = [server.url(f"/replica-{i}/metrics") for i in range(4)]
+        first = pool.scrape("fleet-b", urls, [])
+        second = pool.scrape("fleet-b", urls, [])
+        third = pool.scrape("fleet-b", urls, [urls[0]])
+    assert all(o.frame is not None and o.frame.layout_blob is not None for o in first)
+    assert all(o.frame is not None and o.frame.layout_blob is None for o in second)
+    assert third[0].frame is not None and third[0].frame.layout_blob is not None
+    assert all(o.frame is not None and o.frame.layout_blob is None for o in third[1:])
+
+
+def test_blocked_targets_are_refused_inside_the_workers_too(pool: ScrapePool) -> None:
+    strict = ScrapePool(processes=2, config=ScrapeConfig((), False, ScrapeLimits(), 4))
+    try:
+        outcomes = strict.scrape("fleet-c", ["http://127.0.0.1:9/metrics", "http://[::1]:9/m"], [])
+    finally:
+        strict.close()
+    assert [o.error.kind if o.error else None for o in outcomes] == ["blocked", "blocked"]
+
+
+def test_a_pool_whose_worker_died_starts_fresh_on_the_next_cycle(sim: Fleet) -> None:
+    import os
+    import signal
+
+    workers = ScrapePool(processes=2, config=CONFIG)
+    urls = [t.url for t in sim.targets]
+    try:
+        workers.scrape("fleet-d", urls, [])
+        processes = [p for e in workers._executors for p in e._processes.values()]
+        for process in processes:
+            os.kill(process.pid, signal.SIGKILL)
+        for process in processes:
+            process.join(10)
+        with pytest.raises(BrokenProcessPool):
+            workers.scrape("fleet-d", urls, [])
+        assert all(o.ok for o in workers.scrape("fleet-d", urls, []))
+    finally:
+        workers.close()
+
+
+def test_celery_worker_processes_scrape_without_children_of_their_own() -> None:
+    from fleetscope.celery import _scrape_inside_worker_processes
+    from inventory import services
+
+    try:
+        _scrape_inside_worker_processes()
+        assert services.scrape_pool().processes == 0
+    finally:
+        services.scrape_pool_close()
+        services._state.in_process_only = False

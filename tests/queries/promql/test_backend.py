@@ -1,0 +1,45 @@
+"""Turning Prometheus range answers into series on the query's step grid."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from queries.promql.backend import _points, on_grid
+
+GRID_MS = np.array([1_000_000, 1_015_000, 1_030_000, 1_045_000], dtype=np.int64)
+
+
+def by_points(values: list) -> list[float]:
+    points = _points(values)
+    return [points.get(int(t), math.nan) for t in GRID_MS]
+
+
+def same(a: np.ndarray | list[float], b: np.ndarray | list[float]) -> bool:
+    return bool(
+        np.array_equal(np.asarray(a, dtype=float), np.asarray(b, dtype=float), equal_nan=True)
+    )
+
+
+def test_points_land_on_their_steps_with_gaps_where_prometheus_sent_none() -> None:
+    values = [[1000.0, "1.5"], [1030, "NaN"], [1045.0, "+Inf"]]
+    grid = on_grid(values, GRID_MS)
+    assert same(grid, [1.5, math.nan, math.nan, math.inf])
+    assert same(grid, by_points(values))
+
+
+def test_points_off_the_grid_or_past_its_end_are_left_out() -> None:
+    values = [[999.5, "7"], [1015.0, "2"], [1015.6, "3"], [1060.0, "9"]]
+    assert same(on_grid(values, GRID_MS), by_points(values))
+    assert same(on_grid(values, GRID_MS), [math.nan, 2.0, math.nan, math.nan])
+
+
+def test_a_malformed_pair_drops_only_itself() -> None:
+    values = [[1000.0, "1"], [1015.0, "not a number"], [1030.0, None], [1045.0, "4"]]
+    assert same(on_grid(values, GRID_MS), [1.0, math.nan, math.nan, 4.0])
+    assert same(on_grid(values, GRID_MS), by_points(values))
+
+
+def test_no_points_is_all_gaps() -> None:
+    assert np.isnan(on_grid([], GRID_MS)).all()
