@@ -5,7 +5,7 @@
 
 One fleetsim history (simulated time, 15 s steps) is written twice as it is
 generated: into the embedded store through the real record path
-(`inventory.services._record_cycle`, one transaction per cycle; each new
+(`inventory.services.cycle_record`, one transaction per cycle; each new
 layout and its inventory come from a real render + strict parse) and as
 OpenMetrics for `promtool tsdb create-blocks-from openmetrics`. Overviews show
 the default view (last hour, 15 s step) at the end of the history.
@@ -16,8 +16,9 @@ a. Local backend: overview_compute + overview_json, in a process set up as the
    endpoint, as every interval does); the first, cold render is printed apart.
    Baseline: the plain path, where every spec reads the store itself and every
    frame is fetched and decompressed again. Goal: p95 < 300 ms.
-b. Prometheus backend on the backfilled blocks against the same PromQL (from
-   `promql.compile_plan`) sent with plain httpx from a pool of the same width.
+b. Prometheus backend on the backfilled blocks against the same range queries (as
+   the outbound client's request hook sees them) sent with plain httpx from a pool of
+   the same width.
    Goal: <= 1.3x.
 c. Live push through the ASGI app (uvicorn process, Redis channel layer):
    Prometheus queries per `overviews_publish()` with 1 and 50 websocket
@@ -43,6 +44,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 from unittest import mock
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import numpy as np
@@ -216,46 +218,41 @@ def query_count(prometheus: str) -> float:
     )
 
 
-def recorded_queries(fleet: Any, window: Any) -> list[list[tuple[str, Any]]]:
-    """The PromQL an overview sends (from promql.compile_plan, each with its own window:
-    the replica table asks for one point), grouped per run_queries call, since each call
-    goes out as one parallel batch."""
+def recorded_queries(fleet: Any, window: Any) -> list[list[dict[str, str]]]:
+    """The range queries an overview sends (PromQL, start, end and step, each with its own
+    window: the replica table asks for one point), as the outbound client's request hook
+    sees them, grouped per run_queries call, since each call goes out as one parallel
+    batch."""
     from dashboard import overview
-    from queries import prometheus_backend
+    from inventory.scraping import REQUEST_OBSERVERS
 
-    compile_plan = prometheus_backend.compile_plan
     run_queries = overview.run_queries
-    groups: list[list[tuple[str, Any]]] = []
+    groups: list[list[dict[str, str]]] = []
 
-    def recording(plan: Any) -> Any:
-        compiled = compile_plan(plan)
-        groups[-1].append((compiled.promql, plan.window))
-        return compiled
+    def recording(method: str, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.path.endswith("/api/v1/query_range"):
+            sent = dict(parse_qsl(parts.query))
+            groups[-1].append({key: sent[key] for key in ("query", "start", "end", "step")})
 
     def batch(*args: Any, **kwargs: Any) -> Any:
         groups.append([])
         return run_queries(*args, **kwargs)
 
-    with (
-        mock.patch.object(prometheus_backend, "compile_plan", recording),
-        mock.patch.object(overview, "run_queries", batch),
-    ):
-        render(fleet, window, "prometheus")
+    REQUEST_OBSERVERS.append(recording)
+    try:
+        with mock.patch.object(overview, "run_queries", batch):
+            render(fleet, window, "prometheus")
+    finally:
+        REQUEST_OBSERVERS.remove(recording)
     return [group for group in groups if group]
 
 
-def plain_httpx(prometheus: str, groups: list[list[tuple[str, Any]]], workers: int) -> float:
+def plain_httpx(prometheus: str, groups: list[list[dict[str, str]]], workers: int) -> float:
     started = time.perf_counter()
     with httpx.Client(timeout=30) as client:
 
-        def one(query: tuple[str, Any]) -> None:
-            promql, w = query
-            params = {
-                "query": promql,
-                "start": f"{w.start.timestamp():.3f}",
-                "end": f"{w.end.timestamp():.3f}",
-                "step": f"{w.step_seconds:.3f}",
-            }
+        def one(params: dict[str, str]) -> None:
             answer = client.get(f"{prometheus}/api/v1/query_range", params=params)
             assert answer.json()["status"] == "success"
 
@@ -266,7 +263,7 @@ def plain_httpx(prometheus: str, groups: list[list[tuple[str, Any]]], workers: i
 
 
 def bench_prometheus(prometheus: str, fleet: Any, window: Any, renders: int) -> None:
-    from queries.run import MAX_PARALLEL_QUERIES
+    from queries import MAX_PARALLEL_QUERIES
 
     groups = recorded_queries(fleet, window)
     count = sum(len(g) for g in groups)
@@ -333,6 +330,7 @@ async def watch(port: int, fleet: Any, cookie: str, viewers: int, prometheus: st
     from websockets.typing import Origin
 
     from dashboard.live import latest_overview, overviews_publish
+    from inventory.access import ViewScope
 
     def publish() -> int:
         from django.db import connections
@@ -362,7 +360,7 @@ async def watch(port: int, fleet: Any, cookie: str, viewers: int, prometheus: st
 
     tasks = [asyncio.create_task(listen(i)) for i in range(viewers)]
     # A viewer connecting while an overview is cached gets it at once (a re-sync).
-    resync = int(await asyncio.to_thread(latest_overview, fleet) is not None)
+    resync = int(await asyncio.to_thread(latest_overview, ViewScope(fleet)) is not None)
     await arrived(resync)
     before = await asyncio.to_thread(query_count, prometheus)
     published = 0

@@ -16,13 +16,16 @@ from array import array
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fleetsim.api import exposition
 from fleetsim.families import render_go_style
 from fleetsim.history import History
+
+if TYPE_CHECKING:
+    from inventory.store import EncodedFrame
 
 STEP_SECONDS = 15.0
 
@@ -40,7 +43,7 @@ class StoreFill:
         self.fleet_id = fleet_id
         by_url = {e.url: e for e in Endpoint.objects.filter(fleet_id=fleet_id)}
         self.endpoints = {t.url: by_url[t.url] for t in targets}
-        self.shapes: dict[str, tuple[tuple[Any, ...], str, np.ndarray]] = {}
+        self.shapes: dict[str, tuple[tuple[Any, ...], EncodedFrame, np.ndarray]] = {}
         self.caches: dict[str, Any] = {}
         self.pending: dict[str, Any] = {}  # this cycle's new layouts: (layout, families)
         self.parses = 0

@@ -28,6 +28,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -35,7 +36,7 @@ from prometheus_client.parser import text_string_to_metric_families
 # benchmarks/fleetsim.py would shadow the fleetsim package when run from this folder.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sample_exposition = importlib.import_module("fleetsim.api").sample_exposition
-exposition = importlib.import_module("inventory.exposition.parser")
+exposition = importlib.import_module("inventory.exposition")
 LabelCache, parse = exposition.LabelCache, exposition.parse
 
 SCRAPE_INTERVAL_SECONDS = 15.0
@@ -101,15 +102,15 @@ def throughput(repeats: int) -> None:
         parse(previous, cache=cache)
         medians = median_seconds(
             {
-                "reference": lambda t=text: prometheus_client_parse(t),
-                "cold": lambda t=text: parse(t),
-                "warm": lambda t=text, c=cache: parse(t, cache=c),
+                "reference": partial(prometheus_client_parse, text),
+                "cold": partial(parse, text),
+                "warm": partial(parse, text, cache=cache),
             },
             repeats,
             # The cache remembers the last payload's layout (inventory.exposition.templates):
             # parse the previous scrape before each warm run, or every run after the first
             # would re-read a payload identical to the one before it.
-            setups={"warm": lambda p=previous, c=cache: parse(p, cache=c)},
+            setups={"warm": partial(parse, previous, cache=cache)},
         )
         reference, cold, warm = medians["reference"], medians["cold"], medians["warm"]
         print(
@@ -136,11 +137,11 @@ def memory() -> None:
     )
     for label, text, previous in payloads():
         size = len(text.encode())
-        reference = peak_bytes(lambda t=text: prometheus_client_parse(t))
-        cold = peak_bytes(lambda t=text: parse(t))
+        reference = peak_bytes(partial(prometheus_client_parse, text))
+        cold = peak_bytes(partial(parse, text))
         cache = LabelCache()
         parse(previous, cache=cache)
-        warm = peak_bytes(lambda t=text, c=cache: parse(t, cache=c))
+        warm = peak_bytes(partial(parse, text, cache=cache))
         cells = [f"{b / 1e6:>6.2f}MB {b / size:>5.1f}x" for b in (reference, cold, warm)]
         print(f"{label:<10} {size / 1000:>7.0f}KB {cells[0]:>20} {cells[1]:>16} {cells[2]:>16}")
 

@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 # benchmarks/fleetsim.py would shadow the fleetsim package when run from this folder.
@@ -106,7 +107,7 @@ def run_baseline(urls: list[str]) -> dict[str, object]:
     }
 
 
-def child(mode: str, urls: list[str], cycles: int) -> dict[str, object]:
+def child(mode: str, urls: list[str], cycles: int) -> dict[str, Any]:
     result = subprocess.run(
         [sys.executable, __file__, "--child", mode, "--cycles", str(cycles)],
         input=json.dumps(urls),

@@ -9,10 +9,11 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.http import Http404
 from django.utils.crypto import constant_time_compare
 
 from dashboard import live
-from inventory.models import Fleet
+from inventory.access import ViewScope, fleet_for_user, view_scope
 
 # Close codes the page's script understands (4000-4999 are free for applications).
 CLOSE_UNAUTHENTICATED = 4401
@@ -20,7 +21,7 @@ CLOSE_NO_SUCH_FLEET = 4404
 
 
 class FleetOverviewConsumer(AsyncWebsocketConsumer):
-    fleet: Fleet
+    view: ViewScope
     group: str
 
     async def connect(self) -> None:
@@ -28,16 +29,16 @@ class FleetOverviewConsumer(AsyncWebsocketConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
-        fleet = await _fleet_by_code(self.scope["url_route"]["kwargs"]["code"])
-        if fleet is None:
+        view = await _view_for(user, self.scope["url_route"]["kwargs"]["code"])
+        if view is None:
             await self.close(code=CLOSE_NO_SUCH_FLEET)
             return
-        self.fleet, self.group = fleet, live.group_name(fleet)
+        self.view, self.group = view, live.group_name(view)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        await database_sync_to_async(live.watch)(fleet)
+        await database_sync_to_async(live.watch)(view)
         # Group messages may have been dropped while this client was away: re-sync now.
-        latest = await database_sync_to_async(live.latest_overview)(fleet)
+        latest = await database_sync_to_async(live.latest_overview)(view)
         if latest is not None:
             await self.send(text_data=latest)
 
@@ -48,7 +49,7 @@ class FleetOverviewConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         # The page pings to say it is still watching; nothing a client sends is trusted further.
         if text_data == "ping":
-            await database_sync_to_async(live.watch)(self.fleet)
+            await database_sync_to_async(live.watch)(self.view)
 
     async def overview_update(self, event: dict[str, Any]) -> None:
         # Channels resolves the user once per socket; re-check the session on every push
@@ -73,5 +74,8 @@ def session_still_valid(session_key: str) -> bool:
 
 
 @database_sync_to_async
-def _fleet_by_code(code: str) -> Fleet | None:
-    return Fleet.objects.filter(code=code).first()
+def _view_for(user: Any, code: str) -> ViewScope | None:
+    try:
+        return view_scope(user, fleet_for_user(user, code=code))
+    except Http404:
+        return None

@@ -9,7 +9,7 @@ fallback) read the cached copy, so Prometheus load does not grow with viewers.
 from __future__ import annotations
 
 import time
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from dashboard.overview import Backend, OverviewRequest, overview_compute, overview_json
 from dashboard.timerange import DEFAULT_RANGE, parse_range
+from inventory.access import ViewScope
 from inventory.models import Fleet
 from queries import Window
 
@@ -31,24 +32,25 @@ class OverviewUpdate(TypedDict):
     payload_json: str
 
 
-def group_name(fleet: Fleet) -> str:
-    return f"fleet.{fleet.code.hex}"
+def group_name(scope: ViewScope) -> str:
+    """The channel group of viewers of `scope`: everyone in it may see the same thing."""
+    return scope.key
 
 
-def _watch_key(fleet_code: str) -> str:
-    return f"fleetscope:watch:{fleet_code}"
+def _watch_key(scope: ViewScope) -> str:
+    return f"fleetscope:watch:{scope.key}"
 
 
-def _latest_key(fleet_code: str) -> str:
-    return f"fleetscope:overview:{fleet_code}"
+def _latest_key(scope: ViewScope) -> str:
+    return f"fleetscope:overview:{scope.key}"
 
 
-def watch(fleet: Fleet) -> None:
-    cache.set(_watch_key(fleet.code.hex), time.time(), timeout=WATCH_SECONDS)
+def watch(scope: ViewScope) -> None:
+    cache.set(_watch_key(scope), time.time(), timeout=WATCH_SECONDS)
 
 
-def latest_overview(fleet: Fleet) -> str | None:
-    return cache.get(_latest_key(fleet.code.hex))
+def latest_overview(scope: ViewScope) -> str | None:
+    return cache.get(_latest_key(scope))
 
 
 def default_backend() -> Backend:
@@ -66,13 +68,16 @@ def overviews_publish() -> int:
     layer = get_channel_layer()
     published = 0
     for fleet in Fleet.objects.all():
-        if cache.get(_watch_key(fleet.code.hex)) is None:
+        # One scope per fleet while every viewer may see all of it.
+        scope = ViewScope(fleet)
+        if cache.get(_watch_key(scope)) is None:
             continue
         payload = overview_json(overview_for_default_view(fleet))
         timeout = settings.FLEETSCOPE_SCRAPE_INTERVAL_SECONDS * 4
-        cache.set(_latest_key(fleet.code.hex), payload, timeout=timeout)
+        cache.set(_latest_key(scope), payload, timeout=timeout)
         if layer is not None:
             message: OverviewUpdate = {"type": "overview.update", "payload_json": payload}
-            async_to_sync(layer.group_send)(group_name(fleet), message)
+            # A TypedDict is a dict at run time; channels' stubs ask for the plain type.
+            async_to_sync(layer.group_send)(group_name(scope), cast(dict[str, Any], message))
         published += 1
     return published

@@ -1,7 +1,8 @@
 """The overview's panels: what each one shows, in query specs over catalog keys.
 
-A panel names the capability (inventory.capabilities) that decides whether it
-can be drawn on a fleet, and the specs whose results become its traces.
+A panel's specs (its traces) are the one declaration of what it reads: the capability
+map of the inventory page asks the planner whether they resolve on a fleet
+(dashboard.capabilities).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from dashboard.figures import PANEL_KINDS, PanelKind
-from queries import Gauge, Mean, Quantile, Rate, Ratio
+from queries import Gauge, Mean, Quantile, Rate, Ratio, Spec
 
 # Rates and quantiles look back this far at each step (Prometheus `[1m]`-style windows).
 RATE_WINDOW_SECONDS = 60.0
@@ -40,8 +41,7 @@ class Panel:
     group: Group
     title: str
     unit: str  # shown on the y axis: "requests/s", "seconds", "ratio", ...
-    capability: str
-    traces: Mapping[str, object] = field(default_factory=dict)  # trace name -> spec
+    traces: Mapping[str, Spec] = field(default_factory=dict)  # trace name -> spec
     # "line"; "stacked" (traces add up bottom-up in this order); "heatmap" (one `_bucket` Rate).
     kind: PanelKind = "line"
 
@@ -54,11 +54,11 @@ class Panel:
                 raise ValueError(f"{self.id}: a heatmap takes one Rate(key, by=(..., 'le'))")
 
 
-def _heatmap(id: str, group: Group, key: str, title: str, unit: str, capability: str) -> Panel:
+def _heatmap(id: str, group: Group, key: str, title: str, unit: str) -> Panel:
     # Summed over replicas per edge; edges only some replicas have (token buckets end at
     # each one's max_model_len) are left out by the query layer (queries.buckets).
     spec = Rate(key, by=("le",), window_seconds=RATE_WINDOW_SECONDS)
-    return Panel(id, group, title, unit, capability, {"per bucket": spec}, kind="heatmap")
+    return Panel(id, group, title, unit, {"per bucket": spec}, kind="heatmap")
 
 
 def _latency(id: str, key: str, title: str) -> Panel:
@@ -68,7 +68,6 @@ def _latency(id: str, key: str, title: str) -> Panel:
         Group.LATENCY,
         title,
         "seconds",
-        id,
         {
             "p50": Quantile(key, 0.5, window_seconds=w),
             "p90": Quantile(key, 0.9, window_seconds=w),
@@ -83,34 +82,31 @@ W = RATE_WINDOW_SECONDS
 PANELS: tuple[Panel, ...] = (
     Panel(
         "traffic.requests", Group.TRAFFIC, "Finished requests by reason", "requests/s",
-        "traffic.requests",
         {"by reason": Rate("request_success", by=("finished_reason",), window_seconds=W)},
     ),
     Panel(
         "traffic.tokens", Group.TRAFFIC, "Prompt and generation tokens", "tokens/s",
-        "traffic.tokens",
         {
             "prompt": Rate("prompt_tokens", window_seconds=W),
             "generation": Rate("generation_tokens", window_seconds=W),
         },
     ),
     _heatmap("traffic.prompt_len", Group.TRAFFIC, "prompt_len", "Prompt length per request",
-             "tokens", "traffic.lengths"),
+             "tokens"),
     _heatmap("traffic.output_len", Group.TRAFFIC, "output_len", "Output length per request",
-             "tokens", "traffic.lengths"),
+             "tokens"),
     Panel(
         "queue.depth", Group.QUEUE, "Running and waiting requests", "requests",
-        "queue.depth",
         {"running": Gauge("running", agg="sum"), "waiting": Gauge("waiting", agg="sum")},
     ),
     Panel(
         # The reasons add up to the waiting count: stacked, the top is the queue's length.
-        "queue.reasons", Group.QUEUE, "Waiting requests by reason", "requests", "queue.depth",
+        "queue.reasons", Group.QUEUE, "Waiting requests by reason", "requests",
         {"by reason": Gauge("waiting_by_reason", agg="sum", by=("reason",))},
         kind="stacked",
     ),
     Panel(
-        "queue.time", Group.QUEUE, "Queue time", "seconds", "queue.time",
+        "queue.time", Group.QUEUE, "Queue time", "seconds",
         {
             "p50": Quantile("queue_time", 0.5, window_seconds=W),
             "p99": Quantile("queue_time", 0.99, window_seconds=W),
@@ -118,16 +114,16 @@ PANELS: tuple[Panel, ...] = (
     ),
     _latency("latency.ttft", "ttft", "Time to first token"),
     _heatmap("latency.ttft_heatmap", Group.LATENCY, "ttft", "Time to first token per request",
-             "seconds", "latency.ttft"),
+             "seconds"),
     _latency("latency.itl", "itl", "Inter-token latency"),
     _latency("latency.tpot", "request_tpot", "Time per output token (per request)"),
     _latency("latency.e2e", "e2e", "End-to-end latency"),
     _heatmap("latency.e2e_heatmap", Group.LATENCY, "e2e", "End-to-end latency per request",
-             "seconds", "latency.e2e"),
+             "seconds"),
     Panel(
         # Stacked bottom-up in the order a request lives them, so the band that grew stands out.
         "latency.phases", Group.LATENCY, "Phase split: mean queue, prefill and decode time",
-        "seconds", "latency.phases",
+        "seconds",
         {
             "queue": Mean("queue_time", window_seconds=W),
             "prefill": Mean("prefill_time", window_seconds=W),
@@ -136,15 +132,15 @@ PANELS: tuple[Panel, ...] = (
         kind="stacked",
     ),
     Panel(
-        "engine.kv", Group.ENGINE, "KV cache usage (max per replica)", "ratio", "engine.kv",
+        "engine.kv", Group.ENGINE, "KV cache usage (max per replica)", "ratio",
         {"by replica": Gauge("kv_usage", agg="max", by=("instance",))},
     ),
     Panel(
-        "engine.preemptions", Group.ENGINE, "Preemptions", "events/s", "engine.preemptions",
+        "engine.preemptions", Group.ENGINE, "Preemptions", "events/s",
         {"by replica": Rate("preemptions", by=("instance",), window_seconds=W)},
     ),
     Panel(
-        "engine.prefix", Group.ENGINE, "Prefix-cache hit ratio", "ratio", "engine.prefix",
+        "engine.prefix", Group.ENGINE, "Prefix-cache hit ratio", "ratio",
         {
             "hit ratio": Ratio(
                 Rate("prefix_hits", window_seconds=W), Rate("prefix_queries", window_seconds=W)
@@ -153,12 +149,12 @@ PANELS: tuple[Panel, ...] = (
     ),
     Panel(
         # Computed, local-cache and external-KV tokens add up to all prompt tokens.
-        "engine.sources", Group.ENGINE, "Prompt tokens by source", "tokens/s", "engine.sources",
+        "engine.sources", Group.ENGINE, "Prompt tokens by source", "tokens/s",
         {"by source": Rate("prompt_tokens_by_source", by=("source",), window_seconds=W)},
         kind="stacked",
     ),
     Panel(
-        "engine.iteration", Group.ENGINE, "Tokens per engine step", "tokens", "engine.iteration",
+        "engine.iteration", Group.ENGINE, "Tokens per engine step", "tokens",
         {
             "p50": Quantile("iteration_tokens", 0.5, window_seconds=W),
             "p99": Quantile("iteration_tokens", 0.99, window_seconds=W),
@@ -166,7 +162,7 @@ PANELS: tuple[Panel, ...] = (
     ),
     Panel(
         "engine.spec_decode", Group.ENGINE, "Speculative decoding: draft tokens accepted",
-        "ratio", "engine.spec_decode",
+        "ratio",
         {
             "acceptance": Ratio(
                 Rate("spec_decode_accepted_tokens", window_seconds=W),
@@ -178,7 +174,7 @@ PANELS: tuple[Panel, ...] = (
         # vLLM's "mean acceptance length" is 1 + this (the target model's own token);
         # specs cannot add a constant, so the panel shows the part the drafter earns.
         "engine.spec_length", Group.ENGINE, "Accepted draft tokens per draft round",
-        "tokens", "engine.spec_decode",
+        "tokens",
         {
             "accepted per draft": Ratio(
                 Rate("spec_decode_accepted_tokens", window_seconds=W),
@@ -187,48 +183,47 @@ PANELS: tuple[Panel, ...] = (
         },
     ),
     Panel(
-        "gpu.util", Group.GPU, "GPU utilisation", "percent", "gpu.util",
+        "gpu.util", Group.GPU, "GPU utilisation", "percent",
         {"by replica": Gauge("gpu_util", agg="avg", by=("instance",))},
     ),
     Panel(
-        "gpu.memory", Group.GPU, "Framebuffer used", "MiB", "gpu.memory",
+        "gpu.memory", Group.GPU, "Framebuffer used", "MiB",
         {"by replica": Gauge("gpu_fb_used", agg="sum", by=("instance",))},
     ),
     Panel(
-        "gpu.power", Group.GPU, "Power", "watts", "gpu.power",
+        "gpu.power", Group.GPU, "Power", "watts",
         {"by replica": Gauge("gpu_power", agg="sum", by=("instance",))},
     ),
     Panel(
-        "gpu.clocks", Group.GPU, "SM clock (throttling shows here)", "MHz", "gpu.power",
+        "gpu.clocks", Group.GPU, "SM clock (throttling shows here)", "MHz",
         {"by replica": Gauge("gpu_sm_clock", agg="avg", by=("instance",))},
     ),
     Panel(
-        "gpu.pipes", Group.GPU, "DRAM and tensor activity", "ratio", "gpu.pipes",
+        "gpu.pipes", Group.GPU, "DRAM and tensor activity", "ratio",
         {
             "DRAM": Gauge("gpu_dram_active", agg="avg", by=("instance",)),
             "tensor": Gauge("gpu_tensor_active", agg="avg", by=("instance",)),
         },
     ),
     Panel(
-        "gpu.errors", Group.GPU, "Last XID error code", "code", "gpu.errors",
+        "gpu.errors", Group.GPU, "Last XID error code", "code",
         {"by replica": Gauge("gpu_xid", agg="max", by=("instance",))},
     ),
     Panel(
         # A counter whose unit DCGM does not document: compare replicas, don't convert.
-        "gpu.nvlink", Group.GPU, "NVLink traffic, all lanes", "counter units/s", "gpu.errors",
+        "gpu.nvlink", Group.GPU, "NVLink traffic, all lanes", "counter units/s",
         {"by replica": Rate("gpu_nvlink_bandwidth", by=("instance",), window_seconds=W)},
     ),
     Panel(
         "platform.http", Group.GPU, "HTTP responses by status class", "requests/s",
-        "platform.http",
         {"by status": Rate("http_requests", by=("status",), window_seconds=W)},
     ),
     Panel(
-        "platform.process", Group.GPU, "API-server CPU", "cores", "platform.process",
+        "platform.process", Group.GPU, "API-server CPU", "cores",
         {"by replica": Rate("process_cpu", by=("instance",), window_seconds=W)},
     ),
     Panel(
-        "platform.memory", Group.GPU, "API-server resident memory", "bytes", "platform.process",
+        "platform.memory", Group.GPU, "API-server resident memory", "bytes",
         {"by replica": Gauge("process_rss", agg="sum", by=("instance",))},
     ),
 )  # fmt: skip

@@ -130,7 +130,7 @@ def replica_table_from(
         .select_related(None)
         .filter(enabled=True, kind=EndpointKind.VLLM)
     )
-    rows = []
+    rows: list[dict[str, Any]] = []
     for endpoint in endpoints:
         state, note = _state(endpoint)
         instance = endpoint.instance

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from fleetscope.env import exit_on_config_error
+
+if TYPE_CHECKING:
+    from channels.routing import ProtocolTypeRouter
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fleetscope.settings")
 
 
-def build_application() -> object:
+def build_application() -> ProtocolTypeRouter:
     from django.core.asgi import get_asgi_application
 
     # Django must be set up before anything imports models (consumers, routing).
@@ -30,7 +34,7 @@ def build_application() -> object:
             ),
         }
     )
-    # Import the views (and numpy, pandas) now, not on the first request, so they are
+    # Import the views (and numpy) now, not on the first request, so they are
     # part of the frozen heap.
     from django.urls import get_resolver
 

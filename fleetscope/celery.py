@@ -22,7 +22,7 @@ def _install_beat_schedule(sender: Celery, **kwargs: object) -> None:
 
 
 @worker_process_init.connect
-def _scrape_inside_worker_processes(**kwargs: object) -> None:
+def scrape_inside_worker_processes(**kwargs: object) -> None:
     from fleetscope.lib.heap import freeze_startup_heap
     from inventory.services import scrape_in_this_process
 

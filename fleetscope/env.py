@@ -7,6 +7,7 @@ instead of misbehaving later.
 
 from __future__ import annotations
 
+import builtins
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -38,7 +39,7 @@ class Env:
         value = self.raw(name)
         return default if value is None else value
 
-    def bool(self, name: str, default: bool) -> bool:
+    def bool(self, name: builtins.str, default: bool) -> bool:
         value = self.raw(name)
         if value is None:
             return default
@@ -50,7 +51,7 @@ class Env:
             return False
         raise ImproperlyConfigured(f"{name}: expected true/false or on/off, got {value!r}")
 
-    def int(self, name: str, default: int, *, minimum: int | None = None) -> int:
+    def int(self, name: builtins.str, default: int, *, minimum: int | None = None) -> int:
         value = self.raw(name)
         if value is None:
             return default
@@ -62,7 +63,7 @@ class Env:
             raise ImproperlyConfigured(f"{name}: must be at least {minimum}, got {number}")
         return number
 
-    def float(self, name: str, default: float, *, minimum: float | None = None) -> float:
+    def float(self, name: builtins.str, default: float, *, minimum: float | None = None) -> float:
         value = self.raw(name)
         if value is None:
             return default
@@ -76,13 +77,13 @@ class Env:
             raise ImproperlyConfigured(f"{name}: must be at least {minimum}, got {number}")
         return number
 
-    def list(self, name: str, default: list[str]) -> list[str]:
+    def list(self, name: builtins.str, default: list[builtins.str]) -> list[builtins.str]:
         value = self.raw(name)
         if value is None:
             return list(default)
         return [item.strip() for item in value.split(",") if item.strip()]
 
-    def secret(self, name: str) -> str | None:
+    def secret(self, name: builtins.str) -> builtins.str | None:
         """NAME, or the contents of the file named by NAME_FILE (not both)."""
         direct = self.raw(name)
         file_name = self.raw(f"{name}_FILE")
@@ -100,7 +101,7 @@ class Env:
             raise ImproperlyConfigured(f"{name}_FILE: {file_name!r} is empty")
         return content
 
-    def url(self, name: str, schemes: frozenset[str]) -> SplitResult | None:
+    def url(self, name: builtins.str, schemes: frozenset[builtins.str]) -> SplitResult | None:
         """A URL with one of `schemes`, a host, a valid port and no credentials leak."""
         value = self.raw(name)
         if value is None:

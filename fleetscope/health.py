@@ -61,8 +61,10 @@ def _database() -> None:
 
 
 def _broker() -> None:
+    url = settings.REDIS_URL
+    assert url is not None  # readiness_checks runs this check only when REDIS_URL is set
     client = redis.Redis.from_url(
-        settings.REDIS_URL,
+        url,
         socket_timeout=CHECK_TIMEOUT_SECONDS,
         socket_connect_timeout=CHECK_TIMEOUT_SECONDS,
     )
@@ -75,8 +77,10 @@ def _broker() -> None:
 
 
 def _prometheus() -> None:
+    url = settings.PROMETHEUS_URL
+    assert url is not None  # readiness_checks runs this check only when PROMETHEUS_URL is set
     try:
-        prometheus_ping(settings.PROMETHEUS_URL, timeout_seconds=CHECK_TIMEOUT_SECONDS)
+        prometheus_ping(url, timeout_seconds=CHECK_TIMEOUT_SECONDS)
     except PrometheusError as exc:
         raise CheckFailed(str(exc)) from None
 

@@ -8,6 +8,7 @@ that task calls (for the in-process scheduler), so both modes run the same code.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 from django.conf import settings
 
@@ -56,7 +57,19 @@ def periodic_jobs() -> list[PeriodicJob]:
     ]
 
 
-def beat_schedule() -> dict[str, dict[str, object]]:
+class BeatOptions(TypedDict):
+    expires: float
+
+
+class BeatEntry(TypedDict):
+    """One entry of Celery beat's `beat_schedule` setting."""
+
+    task: str
+    schedule: float
+    options: BeatOptions
+
+
+def beat_schedule() -> dict[str, BeatEntry]:
     return {
         job.name: {
             "task": job.task,

@@ -43,7 +43,7 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", [])
 _database_url = env.url("DATABASE_URL", frozenset({"postgres", "postgresql", "sqlite"}))
 if _database_url is None:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
-    DATABASES = {
+    DATABASES: dict[str, dj_database_url.DBConfig] = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": str(VAR_DIR / "fleetscope.sqlite3"),

@@ -8,6 +8,12 @@ from __future__ import annotations
 
 import importlib
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    # What the type checker (django-stubs reads `settings.X` from this module) sees;
+    # at run time the names are copied below, once the environment is set.
+    from fleetscope.settings import *  # noqa: F403
 
 os.environ.setdefault("SECRET_KEY", "test-suite-only-not-secret")
 # The simulated fleets the tests scrape listen on loopback.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import plotly
 from django.contrib.staticfiles.finders import BaseFinder
@@ -13,17 +13,25 @@ PLOTLY_STATIC_PATH = "vendor/plotly.min.js"
 _PLOTLY_DIR = Path(plotly.__file__).resolve().parent / "package_data"
 
 
+class _VendorStorage(FileSystemStorage):
+    # collectstatic and the static views read `prefix`: the file is served under vendor/.
+    prefix = "vendor"
+
+
 class PlotlyFinder(BaseFinder):
     """Expose exactly one file: the plotly.js bundle that ships with the Python package."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.storage = FileSystemStorage(location=str(_PLOTLY_DIR))
-        self.storage.prefix = "vendor"
+        self.storage = _VendorStorage(location=str(_PLOTLY_DIR))
 
     def check(self, **kwargs: Any) -> list[Any]:
         return []
 
+    @overload
+    def find(self, path: str, find_all: Literal[False] = False, **kwargs: Any) -> str | None: ...
+    @overload
+    def find(self, path: str, find_all: Literal[True], **kwargs: Any) -> list[str]: ...
     def find(self, path: str, find_all: bool = False, **kwargs: Any) -> str | list[str] | None:
         if path != PLOTLY_STATIC_PATH:
             return [] if find_all else None

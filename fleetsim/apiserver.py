@@ -3,7 +3,7 @@ and prometheus_client's Python/process collectors (single-process mode only)."""
 
 from __future__ import annotations
 
-from fleetsim.families import Family
+from fleetsim.families import Family, Labels
 from fleetsim.replica import Replica
 
 PYTHON_VERSION = ("CPython", "3", "12", "11")
@@ -26,7 +26,7 @@ def http_families(replica: Replica, created_ok: bool) -> list[Family]:
         "http_requests", "counter", "Total number of requests by method, status and handler."
     )
     for (handler, method, status), value in http.requests.items():
-        labels = (("handler", handler), ("method", method), ("status", status))
+        labels: Labels = (("handler", handler), ("method", method), ("status", status))
         requests.add_counter(labels, value, created)
     sizes = []
     for name, table, what in (

@@ -2,12 +2,17 @@
 
 Bad input (unknown scenario, dialect or option, a port in use, no replicas)
 prints one line on stderr and exits with status 2 before anything starts.
+
+Nothing is written to the current directory unasked: `serve` writes its file_sd and
+manifest under the output directory (`--out-dir`, else FleetScope's var dir:
+$FLEETSCOPE_VAR_DIR or ./var); `history` and `targets` write only where `--out` says.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -24,6 +29,10 @@ from fleetsim.server import PortInUseError
 from fleetsim.targets import DEFAULT_BASE_PORT, file_sd, make_target, port_plan, write_json
 
 EXIT_USAGE = 2
+# The project's var dir, read from the environment as the dashboard reads it (no Django here).
+VAR_DIR_ENV = "FLEETSCOPE_VAR_DIR"
+SERVE_FILE_SD = "fleetsim-targets.json"
+SERVE_MANIFEST = "fleetsim-manifest.json"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -62,8 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="vLLM on P+i, DCGM on P+1000+i, gateway P+2000, prober P+2001; "
                        "0 picks free ports")  # fmt: skip
     serve.add_argument("--speed", type=float, default=1.0, help="simulated seconds per second")
-    serve.add_argument("--file-sd", default="fleetsim-targets.json", help="file_sd JSON path")
-    serve.add_argument("--manifest", default="fleetsim-manifest.json", help="ground truth path")
+    serve.add_argument("--out-dir", type=Path,
+                       help=f"where the file_sd and manifest go (default: ${VAR_DIR_ENV} "
+                       "or ./var; created if missing)")  # fmt: skip
+    serve.add_argument("--file-sd", type=Path,
+                       help=f"file_sd JSON path (default: OUT_DIR/{SERVE_FILE_SD})")  # fmt: skip
+    serve.add_argument("--manifest", type=Path,
+                       help=f"ground truth path (default: OUT_DIR/{SERVE_MANIFEST})")  # fmt: skip
 
     history = sub.add_parser("history", help="write the fleet's past as OpenMetrics")
     _fleet_options(history)
@@ -93,9 +107,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, ScenarioError, PortInUseError) as exc:
         print(f"fleetsim: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except _CannotWrite as exc:
+        print(f"fleetsim: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+class _CannotWrite(Exception):
+    """An output file could not be written; the message names it and says why."""
+
+
+def default_out_dir() -> Path:
+    """FleetScope's var dir: $FLEETSCOPE_VAR_DIR when set and not empty, else ./var."""
+    return Path(os.environ.get(VAR_DIR_ENV) or "var")
+
+
+def _serve_paths(args: argparse.Namespace) -> tuple[Path, Path]:
+    """(file_sd, manifest): paths given on the command line stay as given; the others go
+    under the output directory."""
+    out_dir = args.out_dir if args.out_dir is not None else default_out_dir()
+    file_sd_path = args.file_sd if args.file_sd is not None else out_dir / SERVE_FILE_SD
+    manifest_path = args.manifest if args.manifest is not None else out_dir / SERVE_MANIFEST
+    return file_sd_path, manifest_path
+
+
+def _write_outputs(files: dict[Path, object]) -> None:
+    for path, data in files.items():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_json(path, data)
+        except OSError as exc:
+            raise _CannotWrite(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _serve(args: argparse.Namespace) -> int:
+    file_sd_path, manifest_path = _serve_paths(args)
     fleet = start_fleet(
         replicas=args.replicas,
         scenario=args.scenario,
@@ -109,8 +154,8 @@ def _serve(args: argparse.Namespace) -> int:
         targets=args.on,
     )
     with fleet:
-        write_json(args.file_sd, file_sd(fleet.targets))
-        write_json(args.manifest, fleet.manifest)
+        # The manifest last: a reader waiting for it finds the file_sd already there.
+        _write_outputs({file_sd_path: file_sd(fleet.targets), manifest_path: fleet.manifest})
         m = fleet.manifest
         print(f"fleetsim: {args.replicas} replicas, scenario {m['incident']} "
               f"at {m['window']['start_offset_s']:g}s for "
@@ -123,7 +168,7 @@ def _serve(args: argparse.Namespace) -> int:
                 r = m["replicas"][t.replica]
                 extra = f"  {r['model_name']} on {r['tensor_parallel_size']}x {r['gpu']}"
             print(f"{t.kind:8s}{name:5s}{t.url}{extra}")
-        print(f"file_sd: {args.file_sd}  manifest: {args.manifest}  (Ctrl-C stops)", flush=True)
+        print(f"file_sd: {file_sd_path}  manifest: {manifest_path}  (Ctrl-C stops)", flush=True)
         _wait_for_signal()
     return 0
 

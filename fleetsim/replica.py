@@ -65,7 +65,7 @@ class Replica:
             self.dialect = dialect
         cfg = self.cfg
         created = self.unix(t)
-        reasons = CURRENT_REASONS if self.dialect == "current" else V1_REASONS
+        reasons: tuple[str, ...] = CURRENT_REASONS if self.dialect == "current" else V1_REASONS
         if self.dialect == "v0":
             reasons = ()  # V0 created finish-reason children only when one occurred
         buckets = bucket_set(self.dialect, cfg.max_model_len, cfg.deployment.max_num_seqs)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 from fleetsim.config import DIALECTS
 from fleetsim.dcgm import DcgmExporter
-from fleetsim.fleet import FleetModel
+from fleetsim.fleet import Event, FleetModel
 from fleetsim.replica import FRONTEND_BASE_S, FRONTEND_PER_TOKEN_S, Replica
 from fleetsim.roofline import StepModel, requests_per_second
 from fleetsim.workloads import DEMANDS, WORKLOADS, Demand, Dist, Stream, Workload, variant
@@ -179,13 +180,18 @@ def _kv_pressure(fleet: FleetModel, targets: list[int], at: float, duration: flo
         _pin(fleet, "kv", demand, wl, rate, group, at, duration)
 
 
+def _knobs(replica: Replica, **knobs: float) -> Event:
+    """An event that sets `knobs` on `replica`."""
+    return lambda t: replica.set_knobs(**knobs)
+
+
 def _cold_restart(fleet: FleetModel, targets: list[int], at: float, duration: float) -> None:
     stagger = duration / (len(targets) + 1)
     for j, i in enumerate(targets):
         replica = fleet.replicas[i]
         down = at + j * stagger
-        fleet.schedule(down, lambda t, r=replica: fleet.crash(r, t))
-        fleet.schedule(down + fleet.load_time(replica), lambda t, r=replica: fleet.restart(r, t))
+        fleet.schedule(down, partial(fleet.crash, replica))
+        fleet.schedule(down + fleet.load_time(replica), partial(fleet.restart, replica))
 
 
 def _tokenizer_saturation(
@@ -206,8 +212,8 @@ def _tokenizer_saturation(
         service = FRONTEND_BASE_S + FRONTEND_PER_TOKEN_S * prompt / max(rate, 1e-9)
         slowdown = TOKENIZER_UTILIZATION / max(per_replica * service, 1e-9)
         _window(fleet, at, duration,
-                lambda t, r=replica, s=slowdown: r.set_knobs(frontend_slowdown=s),
-                lambda t, r=replica: r.set_knobs(frontend_slowdown=1.0))  # fmt: skip
+                _knobs(replica, frontend_slowdown=slowdown),
+                _knobs(replica, frontend_slowdown=1.0))  # fmt: skip
 
 
 def _gpu_throttle(fleet: FleetModel, targets: list[int], at: float, duration: float) -> None:
@@ -235,15 +241,15 @@ def _collective_degradation(
             r.set_knobs(link_factor=DEGRADED_LINK)
             e.set_xid(XID_NVLINK, [0, 1])  # both ends of the failing link
 
-        _window(fleet, at, duration, start, lambda t, r=replica: r.set_knobs(link_factor=1.0))
+        _window(fleet, at, duration, start, _knobs(replica, link_factor=1.0))
 
 
 def _replica_down(fleet: FleetModel, targets: list[int], at: float, duration: float) -> None:
     for i in targets:
         replica = fleet.replicas[i]
         _window(fleet, at, duration,
-                lambda t, r=replica: fleet.crash(r, t),
-                lambda t, r=replica: fleet.restart(r, t))  # fmt: skip
+                partial(fleet.crash, replica),
+                partial(fleet.restart, replica))  # fmt: skip
 
 
 def older_dialect(dialect: str) -> str:
@@ -256,12 +262,14 @@ def _version_skew(fleet: FleetModel, targets: list[int], at: float, duration: fl
         replica = fleet.replicas[i]
         load = fleet.load_time(replica)
         skewed = older_dialect(fleet.dialect)
-        fleet.schedule(at, lambda t, r=replica: fleet.crash(r, t))
-        fleet.schedule(at + load, lambda t, r=replica, d=skewed: fleet.restart(r, t, d))
-        fleet.schedule(at + duration, lambda t, r=replica: fleet.crash(r, t))
-        fleet.schedule(
-            at + duration + load, lambda t, r=replica: fleet.restart(r, t, fleet.dialect)
-        )
+        fleet.schedule(at, partial(fleet.crash, replica))
+        fleet.schedule(at + load, partial(fleet.restart, replica, dialect=skewed))
+        fleet.schedule(at + duration, partial(fleet.crash, replica))
+
+        def back(t: float, r: Replica = replica) -> None:
+            fleet.restart(r, t, fleet.dialect)
+
+        fleet.schedule(at + duration + load, back)
 
 
 def _lora_thrash(fleet: FleetModel, targets: list[int], at: float, duration: float) -> None:

@@ -82,7 +82,17 @@ def file_sd(targets: list[Target]) -> list[dict[str, Any]]:
 
 
 def write_json(path: str | Path, data: Any) -> None:
-    Path(path).write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    """Write the whole file or nothing: a reader (Prometheus' file_sd watcher) never sees
+    half of one, because the text is written beside it and renamed over it."""
+    path = Path(path)
+    text = json.dumps(data, indent=2, sort_keys=False) + "\n"
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def complete_manifest(

@@ -146,17 +146,17 @@ def _type_and_bucket_drift(group: list[EndpointSnapshot]) -> list[Finding]:
             out.append(
                 Finding(Severity.CRITICAL, "type-differs", f"type differs: {shown}", family=name)
             )
-    for name, variants in sorted(buckets.items()):
-        if len(variants) > 1:
+    for name, layouts in sorted(buckets.items()):
+        if len(layouts) > 1:
             shown = "; ".join(
                 f"last edge {edges[-1]:g} on {len(urls)}" if edges else f"no edges on {len(urls)}"
-                for edges, urls in sorted(variants.items(), key=lambda kv: kv[0][-1:] or (0,))
+                for edges, urls in sorted(layouts.items(), key=lambda kv: kv[0][-1:] or (0,))
             )
             out.append(
                 Finding(
                     Severity.WARNING,
                     "buckets-differ",
-                    f"{len(variants)} bucket layouts ({shown}); aggregate with care",
+                    f"{len(layouts)} bucket layouts ({shown}); aggregate with care",
                     family=name,
                 )
             )

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 
-from inventory.models import Endpoint
+from inventory.models import Endpoint, Fleet, PrometheusSource
 
 
 class EndpointForm(forms.ModelForm):
@@ -23,3 +25,15 @@ class EndpointForm(forms.ModelForm):
         if Endpoint.objects.filter(fleet=self.instance.fleet, url=url).exists():
             raise forms.ValidationError("this URL is already registered in this fleet")
         return url
+
+
+class DiscoveryForm(forms.Form):
+    """Pick one of the fleet's enabled Prometheus sources to discover targets from."""
+
+    source = forms.ModelChoiceField(queryset=PrometheusSource.objects.none(), empty_label=None)
+
+    def __init__(self, *args: Any, fleet: Fleet, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["source"]
+        assert isinstance(field, forms.ModelChoiceField)
+        field.queryset = fleet.prometheus_sources.enabled()

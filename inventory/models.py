@@ -77,6 +77,11 @@ class Endpoint(models.Model):
         return urlsplit(self.url).netloc
 
 
+class PrometheusSourceQuerySet(models.QuerySet["PrometheusSource"]):
+    def enabled(self) -> PrometheusSourceQuerySet:
+        return self.filter(enabled=True).order_by("name", "pk")
+
+
 class PrometheusSource(models.Model):
     """A Prometheus (or Thanos, Mimir) API that FleetScope reads, and may discover targets from."""
 
@@ -84,6 +89,8 @@ class PrometheusSource(models.Model):
     name = models.CharField(max_length=100)
     url = models.CharField(max_length=500)
     enabled = models.BooleanField(default=True)
+
+    objects = PrometheusSourceQuerySet.as_manager()
 
     class Meta:
         constraints = [

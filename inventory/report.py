@@ -77,12 +77,6 @@ def fleet_inventory_report(
     for snap in snapshots:
         if snap.families is not None:
             by_kind.setdefault(snap.kind, []).append(snap)
-    exposed = {
-        name
-        for s in snapshots
-        if s.families is not None and s.kind != "router"
-        for name in s.families
-    }
     findings = fleet_findings(
         snapshots, now=now, interval_seconds=interval_seconds, deprecated=deprecated_replacement
     )
@@ -90,5 +84,5 @@ def fleet_inventory_report(
         endpoints=tuple(snapshots),
         matrices=tuple(_matrix(kind, group) for kind, group in sorted(by_kind.items())),
         findings=tuple(findings),
-        capabilities=tuple(capability_map(exposed)),
+        capabilities=tuple(capability_map(fleet=fleet)),
     )

@@ -116,20 +116,33 @@ def _string_labels(where: str, labels: Any) -> dict[str, str]:
 
 
 def targets_from_prometheus(payload: Mapping[str, Any]) -> list[TargetSpec]:
-    """Active targets from /api/v1/targets, with the labels Prometheus set after relabelling."""
+    """Active targets from /api/v1/targets, with the labels Prometheus set after relabelling.
+
+    An answer without the list, or with an entry whose labels are not a mapping, is refused
+    whole (TargetFileError); entries without a scrapeUrl are skipped. A URL that several
+    jobs scrape is registered once, with the first job's labels.
+    """
     data = payload.get("data")
     active = data.get("activeTargets") if isinstance(data, Mapping) else None
     if not isinstance(active, list):
         raise TargetFileError("Prometheus answer has no data.activeTargets list")
-    specs = []
-    for target in active:
+    if len(active) > MAX_TARGETS_PER_FILE:
+        raise TargetFileError(f"more than {MAX_TARGETS_PER_FILE} active targets")
+    specs: dict[str, TargetSpec] = {}
+    for index, target in enumerate(active):
+        where = f"data.activeTargets[{index}]"
         if not isinstance(target, Mapping) or not isinstance(target.get("scrapeUrl"), str):
             continue
+        raw_labels = target.get("labels") or {}
+        if not isinstance(raw_labels, Mapping):
+            raise TargetFileError(f"{where}: 'labels' is not a mapping")
         labels = {
             k: str(v)
-            for k, v in (target.get("labels") or {}).items()
+            for k, v in raw_labels.items()
             if isinstance(k, str) and not k.startswith("__")
         }
         kind = labels.pop("kind", None) or kind_from_job(labels.get("job", ""))
-        specs.append(TargetSpec(target["scrapeUrl"], kind if kind in KINDS else "other", labels))
-    return specs
+        url = target["scrapeUrl"]
+        if url not in specs:
+            specs[url] = TargetSpec(url, kind if kind in KINDS else "other", labels)
+    return list(specs.values())

@@ -7,4 +7,5 @@ from inventory import views
 urlpatterns = [
     path("", views.overview, name="inventory-overview"),
     path("<slug:slug>/", views.fleet_detail, name="inventory-fleet-detail"),
+    path("<slug:slug>/discover/", views.fleet_discover, name="inventory-fleet-discover"),
 ]

@@ -1,12 +1,17 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.views.decorators.http import require_POST
 
-from inventory.forms import EndpointForm
-from inventory.models import Endpoint, Fleet
+from inventory.access import fleet_for_user
+from inventory.forms import DiscoveryForm, EndpointForm
+from inventory.models import Endpoint
+from inventory.registration import DiscoveryError, endpoints_discover
 from inventory.report import fleet_inventory_report
 from inventory.selectors import fleet_list
 
@@ -18,7 +23,7 @@ def overview(request: HttpRequest) -> HttpResponse:
 
 
 def fleet_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    fleet = get_object_or_404(Fleet, slug=slug)
+    fleet = fleet_for_user(request.user, slug=slug)
     form = EndpointForm(request.POST or None, instance=Endpoint(fleet=fleet))
     if request.method == "POST" and form.is_valid():
         form.save()
@@ -33,3 +38,29 @@ def fleet_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "inventory/fleet_detail.html",
         {"section": "inventory", "fleet": fleet, "report": report, "form": form},
     )
+
+
+@require_POST
+def fleet_discover(request: HttpRequest, slug: str) -> HttpResponse:
+    """Staff only: register the active targets of one of the fleet's Prometheus sources,
+    say how it went in a message, and go back to the inventory page."""
+    if not request.user.is_staff:
+        raise PermissionDenied("only staff may discover targets")
+    fleet = fleet_for_user(request.user, slug=slug)
+    form = DiscoveryForm(request.POST, fleet=fleet)
+    if not form.is_valid():
+        messages.error(request, "Discovery: pick one of this fleet's enabled Prometheus sources.")
+        return redirect("inventory-fleet-detail", slug=fleet.slug)
+    source = form.cleaned_data["source"]
+    try:
+        report = endpoints_discover(
+            source=source, timeout_seconds=settings.PROMETHEUS_TIMEOUT_SECONDS
+        )
+    except DiscoveryError as exc:
+        messages.error(request, f"Discovery from {source.name} failed: {exc}")
+    else:
+        messages.success(
+            request,
+            f"Discovered from {source.name}: {report.created} added, {report.updated} updated.",
+        )
+    return redirect("inventory-fleet-detail", slug=fleet.slug)

@@ -7,8 +7,9 @@ result = run_query(Quantile("ttft", 0.95, by=("model_name",)),
 
 from __future__ import annotations
 
+from queries.features import Feature, feature_statuses
 from queries.result import QueryResult, ResultSeries
-from queries.run import Backend, run_queries, run_query
+from queries.run import MAX_PARALLEL_QUERIES, Backend, run_queries, run_query
 from queries.spec import (
     FractionBelow,
     Gauge,
@@ -20,10 +21,13 @@ from queries.spec import (
     Scope,
     Spec,
     Window,
+    spec_keys,
 )
 
 __all__ = [
+    "MAX_PARALLEL_QUERIES",
     "Backend",
+    "Feature",
     "FractionBelow",
     "Gauge",
     "Increase",
@@ -36,6 +40,8 @@ __all__ = [
     "Scope",
     "Spec",
     "Window",
+    "feature_statuses",
     "run_queries",
     "run_query",
+    "spec_keys",
 ]

@@ -1,23 +1,17 @@
 """From spec + scope to what a backend needs: real names, endpoints, instances, bucket edges.
 
-This is the only module of the package that reads the database for planning;
-backends receive a finished `Plan`, so the PromQL backend can run it on any
-thread without a database connection.
+Which endpoints a scope covers comes from one selector of the inventory
+(`inventory.selectors.scope_endpoints`); backends receive a finished `Plan`, so the
+PromQL backend can run it on any thread without a database connection.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from django.db.models import TextField
-from django.db.models.functions import Cast
-
-from fleetscope.lib.lru import LruCache
 from inventory.catalog import CATALOG, MetricType, SourceKind, resolve
-from inventory.models import Endpoint, EndpointInventory
+from inventory.selectors import ScopedEndpoint, scope_endpoints
 from queries.result import QueryResult, unavailable
 from queries.spec import Scope, Spec, Window, spec_keys
 
@@ -65,23 +59,23 @@ class Plan:
         return "; ".join(dict.fromkeys(k.message for k in self.keys.values() if k.fallback))
 
 
-class ScopedInventories(list[tuple[Endpoint, EndpointInventory]]):
+class ScopedInventories(list[ScopedEndpoint]):
     """The inventories of a scope, and each catalog key resolved on them so far: a page's
     specs name the same few keys many times over."""
 
-    def __init__(self, items: Iterable[tuple[Endpoint, EndpointInventory]] = ()) -> None:
+    def __init__(self, items: Iterable[ScopedEndpoint] = ()) -> None:
         super().__init__(items)
         self._resolved: dict[str, ResolvedKey | QueryResult] = {}
         self._exposed: dict[str, set[str]] = {}
 
-    def of_kind(self, kind: str) -> list[tuple[Endpoint, EndpointInventory]]:
-        return [(endpoint, inv) for endpoint, inv in self if inv.detected_kind == kind]
+    def of_kind(self, kind: str) -> list[ScopedEndpoint]:
+        return [endpoint for endpoint in self if endpoint.kind == kind]
 
     def exposed(self, kind: str) -> set[str]:
         """The family names the endpoints of `kind` expose, together."""
         found = self._exposed.get(kind)
         if found is None:
-            found = self._exposed[kind] = {n for _, inv in self.of_kind(kind) for n in inv.families}
+            found = self._exposed[kind] = {n for e in self.of_kind(kind) for n in e.families}
         return found
 
     def resolve(self, key: str) -> ResolvedKey | QueryResult:
@@ -91,34 +85,9 @@ class ScopedInventories(list[tuple[Endpoint, EndpointInventory]]):
         return found
 
 
-# Decoded inventories (families by name) by their JSON text. Decoding a fleet's
-# inventories cost 80% of reading them (~26 of 33 ms for 66 endpoints), every render, for
-# text that changes only when a layout does. Keyed by the text itself, an entry cannot go
-# stale; the dicts are shared, so planning only ever reads them.
-_FAMILIES: LruCache[str, dict[str, Any]] = LruCache(2048)
-
-
 def scoped_inventories(scope: Scope) -> ScopedInventories:
-    """The enabled endpoints of the scope that have an inventory, with it (only what
-    planning reads: its kind and families)."""
-    endpoints = (
-        Endpoint.objects.enabled()
-        .filter(fleet=scope.fleet)
-        .select_related("inventory")
-        .defer("inventory__families", "inventory__engines", "inventory__evidence")
-        .annotate(families_text=Cast("inventory__families", output_field=TextField()))
-    )
-    wanted = None if scope.instances is None else set(scope.instances)
-    found = ScopedInventories()
-    for endpoint in endpoints:
-        if wanted is not None and endpoint.instance not in wanted:
-            continue
-        inventory = getattr(endpoint, "inventory", None)
-        if inventory is not None:
-            text = endpoint.families_text
-            inventory.families = _FAMILIES.get_or_make(text, lambda t=text: json.loads(t))
-            found.append((endpoint, inventory))
-    return found
+    """The enabled endpoints of the scope that have an inventory, with what planning reads."""
+    return ScopedInventories(scope_endpoints(fleet=scope.fleet, instances=scope.instances))
 
 
 def _family_of(name: str, type: MetricType, families: Mapping[str, object]) -> object | None:
@@ -137,12 +106,15 @@ def _resolve_key(key: str, inventories: ScopedInventories) -> ResolvedKey | Quer
     resolution = resolve(key, exposed)
     if resolution.name is None:
         return unavailable(resolution.reason or "not-exposed", f"{key}: {resolution.message}")
-    ids, instances, edge_sets, problems = [], [], [], []
-    for endpoint, inventory in candidates:
-        family = _family_of(resolution.name, entry.type, inventory.families)
+    ids: list[int] = []
+    instances: list[str] = []
+    edge_sets: list[frozenset[float]] = []
+    problems: list[str] = []
+    for endpoint in candidates:
+        family = _family_of(resolution.name, entry.type, endpoint.families)
         if not isinstance(family, Mapping):
             continue
-        ids.append(endpoint.pk)
+        ids.append(endpoint.endpoint_id)
         instances.append(endpoint.instance)
         if family.get("buckets"):
             edge_sets.append(frozenset(float(b) for b in family["buckets"]))

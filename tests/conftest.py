@@ -7,6 +7,7 @@ import socket
 from collections.abc import Iterator
 
 import pytest
+from channels.layers import BaseChannelLayer, get_channel_layer
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.cache import cache
@@ -14,6 +15,13 @@ from django.test import Client
 
 # Redis is real in tests: CI and the project machine run it on loopback.
 TEST_REDIS_URL = os.environ.get("FLEETSCOPE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def channel_layer() -> BaseChannelLayer:
+    """The channel layer the settings configure (they always configure one)."""
+    layer = get_channel_layer()
+    assert layer is not None
+    return layer
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -13,13 +13,14 @@ from dataclasses import dataclass
 
 from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.utils import timezone
 
 from dashboard.live import default_backend, latest_overview, watch
 from dashboard.overview import Backend, OverviewRequest, overview_compute, overview_json
 from dashboard.panels import GROUP_TITLES, PANELS, Group
 from dashboard.timerange import DEFAULT_RANGE, RANGES, RangeError, parse_range
+from inventory.access import fleet_for_user, view_scope
 from inventory.models import EndpointInventory, EndpointKind, Fleet
 from inventory.store import label_values
 from queries import Window
@@ -77,7 +78,7 @@ def filters_from(request: HttpRequest, replicas: list[str]) -> ViewFilters:
 
 
 def _page(request: HttpRequest, slug: str, group: Group | None) -> HttpResponse:
-    fleet = get_object_or_404(Fleet, slug=slug)
+    fleet = fleet_for_user(request.user, slug=slug)
     replicas = replica_instances(fleet)
     try:
         live = filters_from(request, replicas).is_default
@@ -120,7 +121,8 @@ def fleet_group(request: HttpRequest, slug: str, group: str) -> HttpResponse:
 
 
 def fleet_overview_json(request: HttpRequest, slug: str) -> HttpResponse:
-    fleet = get_object_or_404(Fleet, slug=slug)
+    fleet = fleet_for_user(request.user, slug=slug)
+    scope = view_scope(request.user, fleet)
     try:
         filters = filters_from(request, replica_instances(fleet))
         group = Group(request.GET["group"]) if request.GET.get("group") else None
@@ -128,9 +130,9 @@ def fleet_overview_json(request: HttpRequest, slug: str) -> HttpResponse:
         return JsonResponse({"error": str(exc)}, status=400)
     except ValueError:
         return JsonResponse({"error": f"group must be one of {', '.join(Group)}"}, status=400)
-    watch(fleet)
+    watch(scope)
     # The pushed overview holds every group's panels, so group pages share it too.
-    if filters.is_default and (cached := latest_overview(fleet)) is not None:
+    if filters.is_default and (cached := latest_overview(scope)) is not None:
         return HttpResponse(cached, content_type="application/json")
     try:
         span = parse_range(filters.since, filters.end, now=timezone.now())
@@ -139,7 +141,7 @@ def fleet_overview_json(request: HttpRequest, slug: str) -> HttpResponse:
     # Viewers of the same non-default view share one computation per step.
     tick = int(span.end.timestamp() // span.step_seconds)
     view = hashlib.sha256(repr((filters, group, tick)).encode()).hexdigest()
-    key = f"fleetscope:view:{fleet.code.hex}:{view}"
+    key = f"fleetscope:view:{scope.key}:{view}"
     payload = cache.get(key)
     if payload is None:
         window = Window(span.start, span.end, span.step_seconds)

@@ -6,7 +6,7 @@ import gc
 
 
 def freeze_startup_heap() -> None:
-    """Move everything alive now (Django, numpy, pandas, the app's modules: ~150k
+    """Move everything alive now (Django, numpy, the app's modules: ~150k
     objects) out of the collector's reach.
 
     Those objects live as long as the process, yet every full collection walks them

@@ -38,7 +38,7 @@ import functools
 import sys
 
 from inventory.exposition.checks import family_problems
-from inventory.exposition.model import Family, Sample, _FamilyTwin, excerpt, fail
+from inventory.exposition.model import Family, FamilyTwin, Sample, excerpt, fail
 
 TEXT_TYPES = frozenset({"counter", "gauge", "histogram", "summary", "untyped"})
 OM_TYPES = frozenset(
@@ -100,6 +100,10 @@ class Pending:
         "created_line",
         "created_start",
     )
+    # Set when a `_created` family starts to fold in (Assembler._created_line).
+    created_help: str
+    created_line: int
+    created_start: int
 
     def __init__(self, raw: str, type_: str, line: int) -> None:
         self.raw = raw
@@ -250,7 +254,7 @@ class Assembler:
             raw = pending.raw
             type_ = pending.type
             samples = tuple(pending.samples)
-            family = _FamilyTwin()
+            family = FamilyTwin()
             family.name = (
                 raw[:-6] if type_ == "counter" and not om and raw[-6:] == "_total" else raw
             )
@@ -261,7 +265,7 @@ class Assembler:
             family.problems = (
                 family_problems(type_, raw, samples, om=om) if type_ in CHECKED_TYPES else ()
             )
-            family.__class__ = Family  # see _SampleTwin
+            family.__class__ = Family  # type: ignore[assignment]  # same slots: see SampleTwin
             out.append(family)
         return out  # type: ignore[return-value]
 
@@ -286,6 +290,7 @@ class Assembler:
         before it have then been given a family of their own.
         """
         name = parent.created
+        assert name is not None  # only called for the family's pending `_created` name
         seen = parent.created_seen
         if seen and len(parent.samples) > parent.created_start:
             fail(lineno, f"{_KIND_NAMES[bit]} line for {excerpt(name)} after its samples")
@@ -302,12 +307,12 @@ class Assembler:
             parent.created_help = ""
             parent.created_start = len(parent.samples)
             parent.allowed = _NOTHING  # the parent's own samples are over
-            self._owner[name] = parent  # type: ignore[index]
+            self._owner[name] = parent
         parent.created_seen = seen | bit
         if bit == HELP:
             parent.created_help = value
         else:
-            parent.allowed = _single(name)  # type: ignore[arg-type]
+            parent.allowed = _single(name)
         return True
 
     def _unfold(self, parent: Pending) -> Pending:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from inventory.exposition.model import Labels, Sample, excerpt, parse_bound
+from inventory.exposition.model import Sample, excerpt, parse_bound
 
 MAX_PROBLEMS = 5
 _INF = float("inf")
@@ -57,9 +57,9 @@ def _histogram_names(raw: str, type_: str) -> tuple[str, str]:
     return sys.intern(raw + "_bucket"), sys.intern(raw + count)
 
 
-def series(labels: Iterable[tuple[str, str]] | Labels | dict[str, str]) -> str:
+def series(labels: Iterable[tuple[str, str]] | Mapping[str, str]) -> str:
     """A short rendering of a label set for problem messages."""
-    items = sorted(labels.items() if isinstance(labels, dict) else labels)
+    items = sorted(labels.items() if isinstance(labels, Mapping) else labels)
     text = "{" + ",".join(f"{k}={excerpt(v, 24)}" for k, v in items) + "}"
     return text if len(text) <= 120 else text[:119] + "…"
 

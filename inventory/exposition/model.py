@@ -103,8 +103,8 @@ class Labels(dict[str, str]):
         raise TypeError("Labels are read-only; copy with dict(labels) to modify")
 
     __setitem__ = __delitem__ = _readonly
-    clear = pop = popitem = setdefault = update = _readonly  # type: ignore[assignment]
-    __ior__ = _readonly  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = _readonly
+    __ior__ = _readonly
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(self._key)
@@ -145,7 +145,7 @@ class Sample:
     timestamp: float | None = None
 
 
-class _SampleTwin:
+class SampleTwin:
     """Same slot layout as Sample, without the frozen `__setattr__`.
 
     A frozen dataclass pays for `object.__setattr__` on every field, which is
@@ -155,10 +155,14 @@ class _SampleTwin:
     """
 
     __slots__ = ("name", "labels", "value", "timestamp")
+    name: str
+    labels: Mapping[str, str]
+    value: float
+    timestamp: float | None
 
 
-if Sample.__slots__ != _SampleTwin.__slots__:  # pragma: no cover - guards the trick above
-    raise RuntimeError("Sample and _SampleTwin must declare identical slots")
+if Sample.__slots__ != SampleTwin.__slots__:  # pragma: no cover - guards the trick above
+    raise RuntimeError("Sample and SampleTwin must declare identical slots")
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,14 +187,20 @@ class Family:
         return (s for s in self.samples if s.name == name)
 
 
-class _FamilyTwin:
-    """Same slot layout as Family; see _SampleTwin for why."""
+class FamilyTwin:
+    """Same slot layout as Family; see SampleTwin for why."""
 
     __slots__ = ("name", "type", "help", "unit", "samples", "problems")
+    name: str
+    type: str
+    help: str
+    unit: str
+    samples: tuple[Sample, ...]
+    problems: tuple[str, ...]
 
 
-if Family.__slots__ != _FamilyTwin.__slots__:  # pragma: no cover
-    raise RuntimeError("Family and _FamilyTwin must declare identical slots")
+if Family.__slots__ != FamilyTwin.__slots__:  # pragma: no cover
+    raise RuntimeError("Family and FamilyTwin must declare identical slots")
 
 
 class Generations(Generic[V]):

@@ -78,7 +78,7 @@ from inventory.exposition.model import (
     LabelCache,
     Labels,
     Sample,
-    _SampleTwin,
+    SampleTwin,
     excerpt,
 )
 from inventory.exposition.openmetrics import parse_openmetrics
@@ -98,7 +98,10 @@ _EMPTY: frozenset[str] = frozenset()
 
 
 def parse(
-    text: str | bytes, *, openmetrics: bool = False, cache: LabelCache | None = None
+    text: str | bytes | bytearray | memoryview,
+    *,
+    openmetrics: bool = False,
+    cache: LabelCache | None = None,
 ) -> list[Family]:
     """Parse a whole exposition; raise ExpositionError on the first malformed line.
 
@@ -117,6 +120,7 @@ def parse(
         families = cache.template.reparse(lines, cache)
         if families is not None:
             return families
+    parsed: tuple[list[Family], dict[str, float], list[Pending]] | None
     try:
         parsed = _parse_text(lines, cache, strict=False)
         if not plausible_numbers("".join(parsed[1])):
@@ -142,7 +146,7 @@ def parse(
     return families
 
 
-def _as_text(payload: str | bytes) -> str:
+def _as_text(payload: str | bytes | bytearray | memoryview) -> str:
     if isinstance(payload, str):
         text = payload
         if not text.isascii():
@@ -243,13 +247,13 @@ def _parse_text(
                 pending = assembler.open_for_sample(name, lineno)
                 allowed = pending.allowed
                 append = pending.samples.append
-            sample = _SampleTwin()
-            sample.name = name
-            sample.labels = labels
-            sample.value = value
-            sample.timestamp = None
-            sample.__class__ = Sample
-            append(sample)  # type: ignore[misc]
+            twin = SampleTwin()
+            twin.name = name
+            twin.labels = labels
+            twin.value = value
+            twin.timestamp = None
+            twin.__class__ = Sample  # type: ignore[assignment]  # same slots: see SampleTwin
+            append(twin)  # type: ignore[misc, arg-type]  # append is set by now; twin is a Sample
         return assembler.finish(), values, assembler.families
     except ExpositionError:
         raise

@@ -39,10 +39,10 @@ from inventory.exposition.model import (
     TEXT_SPECIALS,
     ExpositionError,
     Family,
+    FamilyTwin,
     LabelCache,
     Sample,
-    _FamilyTwin,
-    _SampleTwin,
+    SampleTwin,
 )
 
 _timestamp = attrgetter("timestamp")
@@ -121,7 +121,7 @@ class PayloadTemplate:
             return None
         texts = self.pick_samples(lines)
         prefixes = self.prefixes
-        # Any: twins are stored before they become Samples (see _SampleTwin).
+        # Any: twins are stored before they become Samples (see SampleTwin).
         samples: list[Any] = list(self.samples)
         # What follows a sample's prefix is its value token, provided it has no space
         # (checked in _values for the tokens that changed). A line without its old
@@ -161,12 +161,12 @@ class PayloadTemplate:
 
         for k, value in zip(changed, values, strict=True):
             old = samples[k]  # the same series as the last scrape's sample on this line
-            sample = _SampleTwin()
+            sample = SampleTwin()
             sample.name = old.name
             sample.labels = old.labels
             sample.value = value
             sample.timestamp = None
-            sample.__class__ = Sample  # see _SampleTwin
+            sample.__class__ = Sample  # type: ignore[assignment]  # same slots: see SampleTwin
             samples[k] = sample
         families = list(self.families)
         bounds = self.bounds
@@ -204,12 +204,12 @@ def _values(tokens: list[str]) -> list[float] | None:
 
 def _refilled(old: Family, raw: str, samples: list[Sample]) -> Family:
     """`old` with new samples and the problems they have (as Assembler.finish builds it)."""
-    family: Any = _FamilyTwin()
+    family: Any = FamilyTwin()
     family.name = old.name
     family.type = type_ = old.type
     family.help = old.help
     family.unit = old.unit
     family.samples = held = tuple(samples)
     family.problems = family_problems(type_, raw, held, om=False) if type_ in CHECKED_TYPES else ()
-    family.__class__ = Family  # see _SampleTwin
+    family.__class__ = Family  # see SampleTwin
     return family

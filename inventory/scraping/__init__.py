@@ -5,10 +5,14 @@ that run a cycle's scrapes (`pool`)."""
 from __future__ import annotations
 
 from inventory.scraping.outbound import (
+    REQUEST_OBSERVERS,
+    WriteAttempted,
     scrape_session,
     sync_client,
 )
 from inventory.scraping.policy import (
+    ALLOWED_BY_ALLOW_LIST,
+    ALLOWED_BY_LOOPBACK,
     BlockedByPolicy,
     OutboundPolicy,
 )
@@ -27,6 +31,9 @@ from inventory.scraping.scraper import (
 )
 
 __all__ = [
+    "ALLOWED_BY_ALLOW_LIST",
+    "ALLOWED_BY_LOOPBACK",
+    "REQUEST_OBSERVERS",
     "BlockedByPolicy",
     "ErrorKind",
     "OutboundPolicy",
@@ -37,6 +44,7 @@ __all__ = [
     "ScrapeOutcome",
     "ScrapePool",
     "Scraper",
+    "WriteAttempted",
     "scrape_session",
     "shard_of",
     "sync_client",

@@ -108,12 +108,20 @@ _canonical_ipv4_match = re.compile(
 ).fullmatch
 
 
-class BlockedByPolicy(Exception):
-    """The target is not allowed; `reason` says why in one short phrase."""
+# What `BlockedByPolicy.allowed_by` names: the OutboundPolicy argument that would let the
+# target through. Nothing can (None) for metadata, link-local and malformed targets.
+ALLOWED_BY_LOOPBACK = "allow_loopback"
+ALLOWED_BY_ALLOW_LIST = "allow"
 
-    def __init__(self, reason: str) -> None:
+
+class BlockedByPolicy(Exception):
+    """The target is not allowed; `reason` says why in one short phrase, `allowed_by` which
+    policy argument would allow it (ALLOWED_BY_LOOPBACK, ALLOWED_BY_ALLOW_LIST) or None."""
+
+    def __init__(self, reason: str, *, allowed_by: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.allowed_by = allowed_by
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,7 +305,7 @@ class OutboundPolicy:
         if reason is not None:
             raise BlockedByPolicy(f"{reason} {name!r}")
         if (name == "localhost" or name.endswith(_LOOPBACK_NAMES[1])) and not self.allow_loopback:
-            raise BlockedByPolicy(f"loopback host name {name!r}")
+            raise BlockedByPolicy(f"loopback host name {name!r}", allowed_by=ALLOWED_BY_LOOPBACK)
         return name
 
     def _check_ip(self, ip: IPAddress, *, name_allowed: bool) -> None:
@@ -309,7 +317,9 @@ class OutboundPolicy:
                 try:
                     self._check_ip(embedded, name_allowed=name_allowed)
                 except BlockedByPolicy as exc:
-                    raise BlockedByPolicy(f"{exc.reason} (embedded in {ip.compressed})") from None
+                    raise BlockedByPolicy(
+                        f"{exc.reason} (embedded in {ip.compressed})", allowed_by=exc.allowed_by
+                    ) from None
                 return
         for network, reason in _ALWAYS_DENIED:
             if ip in network:
@@ -317,15 +327,26 @@ class OutboundPolicy:
         if ip.is_loopback:
             if self.allow_loopback:
                 return
-            raise BlockedByPolicy(f"loopback address {ip.compressed}")
+            raise BlockedByPolicy(
+                f"loopback address {ip.compressed}", allowed_by=ALLOWED_BY_LOOPBACK
+            )
         if name_allowed or any(ip in network for network in self.networks):
             return
         for network, reason in _PRIVATE:
             if ip in network:
-                raise BlockedByPolicy(f"{reason} {ip.compressed} is not in the allow-list")
+                raise BlockedByPolicy(
+                    f"{reason} {ip.compressed} is not in the allow-list",
+                    allowed_by=ALLOWED_BY_ALLOW_LIST,
+                )
         if not ip.is_global:
-            raise BlockedByPolicy(f"non-global address {ip.compressed} is not in the allow-list")
-        raise BlockedByPolicy(f"public address {ip.compressed} is not in the allow-list")
+            raise BlockedByPolicy(
+                f"non-global address {ip.compressed} is not in the allow-list",
+                allowed_by=ALLOWED_BY_ALLOW_LIST,
+            )
+        raise BlockedByPolicy(
+            f"public address {ip.compressed} is not in the allow-list",
+            allowed_by=ALLOWED_BY_ALLOW_LIST,
+        )
 
     def _name_allowed(self, name: str) -> bool:
         if name in self.names:

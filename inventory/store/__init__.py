@@ -4,7 +4,8 @@ Nothing outside this package touches stored frames, layouts or their encoding.
 Writes: `frame_encode` (in the scrape worker), `frames_write` (one cycle, inside its
 transaction), `frames_prune`. Reads: `StoreWindow` (the frames of some endpoints, names
 and span, read once and cut into `SeriesChunk` matrices, with failed scrapes as stale
-markers), `store_read` (the same, series by series), `label_values`.
+markers), `store_read` (the same, series by series), `label_values`; `caches_clear`
+empties this process's read caches.
 Inside: `encoding` and `codec`, `rows`, `reads`, `frame_cache` and `span_listings` (the
 per-process caches of decompressed frames and of which frames a span holds), `chunks`,
 `window`, `writes`.
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from inventory.store.reads import (
         DecodedFrame,
         FrameBlock,
+        caches_clear,
         frame_blocks,
         frames_in_window,
         label_values,
@@ -46,6 +48,7 @@ _NEEDS_DJANGO = {
     "inventory.store.reads": (
         "DecodedFrame",
         "FrameBlock",
+        "caches_clear",
         "frame_blocks",
         "frames_in_window",
         "label_values",
@@ -88,6 +91,7 @@ __all__ = [
     "SeriesChunk",
     "StoreRead",
     "StoreWindow",
+    "caches_clear",
     "frame_blocks",
     "frame_encode",
     "frame_layout",

@@ -178,7 +178,7 @@ def joined(run: Sequence[SeriesChunk]) -> list[SeriesChunk]:
     _, memo = _JOINED_MEMOS.get_or_make(
         tuple(id(chunk.memo) for chunk in run), lambda: (tuple(c.memo for c in run), {})
     )
-    rows = memo.get("rows")
+    rows: tuple[tuple[Mapping[str, str], ...], tuple[LabelSet, ...]] | None = memo.get("rows")
     if rows is None:  # the members' columns fix the rows, so this keeps with the memo
         rows = memo["rows"] = (
             tuple(labels for chunk in run for labels in chunk.labels),
@@ -226,8 +226,8 @@ def stitched(
     one instance): every frame in scrape order (`times`, and `landing` from
     `in_scrape_order`), NaN where a series is not in a frame."""
     labels_of: dict[LabelSet, Mapping[str, str]] = {}
-    for _, labels, keys, _ in columns:
-        labels_of.update(zip(keys, labels, strict=True))
+    for _, labels, column_keys, _ in columns:
+        labels_of.update(zip(column_keys, labels, strict=True))
     keys = sorted(labels_of)
     row_of = {key: i for i, key in enumerate(keys)}
     values = np.full((len(keys), len(times)), np.nan)
@@ -237,7 +237,7 @@ def stitched(
         frames = landing[offset : offset + rows.stop - rows.start]
         offset += rows.stop - rows.start
         if len(index):
-            where = np.ix_([row_of[key] for key in block_keys], frames)
+            where = np.ix_(np.array([row_of[key] for key in block_keys], dtype=np.intp), frames)
             values[where] = block.values.T[index, rows]
             present[where] = True
     labels = tuple(labels_of[key] for key in keys)

@@ -77,7 +77,7 @@ def encode_values(values: array) -> bytes:
     return zlib.compress(values.tobytes(), VALUES_COMPRESSION_LEVEL)
 
 
-def decode_values(blob: bytes) -> array:
+def decode_values(blob: bytes | memoryview) -> array:
     values = array("d")
     values.frombytes(zlib.decompress(bytes(blob)))
     return values

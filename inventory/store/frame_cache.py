@@ -10,7 +10,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 
 from inventory.models import SampleFrame
-from inventory.store.rows import BlockRows, FrameKey
+from inventory.store.rows import BlockRows, FrameKey, ValueRows
 
 
 class FrameValuesCache:
@@ -73,7 +73,7 @@ FRAME_CACHE = FrameValuesCache()
 FETCH_CHUNK = 500  # pks per query for the values the cache lacks
 
 
-def with_values(rows: BlockRows, limit: int) -> BlockRows:
+def with_values(rows: BlockRows, limit: int) -> ValueRows:
     """`rows` with each frame key replaced by that frame's decompressed values: from the
     cache, or fetched by pk in chunks, decompressed and cached (`limit`: the cache's bound
     in bytes).
@@ -101,7 +101,7 @@ def with_values(rows: BlockRows, limit: int) -> BlockRows:
         FRAME_CACHE.keep({key: values for key, values in named.items() if key[1]}, limit)
         found.update(named)
     whole = len(found) == len(keys)  # one key a frame: no two alike
-    complete: BlockRows = {}
+    complete: ValueRows = {}
     for block_key, (micro_list, chunks) in rows.items():
         if not whole and chunks:
             # A frame deleted between the two queries (retention, its endpoint removed), or

@@ -21,7 +21,7 @@ from inventory.store.codec import Series, decode_layout, decode_values
 from inventory.store.frame_cache import FRAME_CACHE, with_values
 
 # micros is this module's to import too: readers take it from here with frame_blocks.
-from inventory.store.rows import BlockKey, BlockRows, FrameKey, frame_rows, micros
+from inventory.store.rows import BlockKey, BlockRows, FrameKey, ValueRows, frame_rows, micros
 from inventory.store.span_listings import SPAN_LISTINGS, SpanListing, span_listings
 
 
@@ -136,9 +136,14 @@ def _frame_cache_limit() -> int:
     emptied, the span listings too, so turning it off frees the memory as well)."""
     limit = int(settings.FLEETSCOPE_FRAME_CACHE_MB * 2**20)
     if limit <= 0:
-        FRAME_CACHE.clear()
-        SPAN_LISTINGS.clear()
+        caches_clear()
     return max(limit, 0)
+
+
+def caches_clear() -> None:
+    """Empty this process's caches of decompressed frames and of span listings."""
+    FRAME_CACHE.clear()
+    SPAN_LISTINGS.clear()
 
 
 class _KeptColumns:
@@ -201,7 +206,7 @@ def frame_blocks(
 
 def _span_rows(
     endpoint_ids: Sequence[int], start: datetime, end: datetime, columns: _KeptColumns
-) -> BlockRows:
+) -> ValueRows:
     """The span in one query, every frame with its values, in (endpoint, at) order: the
     read without the frame cache."""
     frames = (
@@ -211,13 +216,13 @@ def _span_rows(
     )
     # The bytes are joined and viewed as one (frames x layout) matrix per block: no numpy
     # call per row.
-    rows: dict[BlockKey, tuple[list[int], list[bytes | FrameKey]]] = {}
+    rows: dict[BlockKey, tuple[list[int], list[bytes]]] = {}
     for endpoint_id, micro, series_set_id, blob in frame_rows(frames):
         micro_list, chunks = rows.setdefault((endpoint_id, series_set_id), ([], []))
         micro_list.append(micro)
         if len(columns[series_set_id][1]):
             chunks.append(zlib.decompress(blob))  # codec.decode_values, left as bytes
-    return dict(rows)  # as BlockRows: its micros are only read from here on
+    return dict(rows)  # as ValueRows: its micros are only read from here on
 
 
 def _listed_rows(

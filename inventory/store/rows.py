@@ -34,6 +34,8 @@ BlockKey = tuple[int, int]  # (endpoint id, series set id)
 # or, for values not read yet, its key until `frame_cache.with_values`: per block, in time
 # order.
 BlockRows = dict[BlockKey, tuple[Sequence[int], list[bytes | FrameKey]]]
+# The same once every frame's values are read: decompressed values bytes only.
+ValueRows = dict[BlockKey, tuple[Sequence[int], list[bytes]]]
 
 
 def frame_rows(frames: QuerySet[Any, Any]) -> Iterator[tuple[Any, ...]]:

@@ -269,7 +269,7 @@ def _span_summary(
         .values_list("endpoint_id")
         .annotate(
             frames=Count("*"),
-            check=Sum(F("token") % CHECK_PRIME),
+            token_check=Sum(F("token") % CHECK_PRIME),
             old=Count(Case(When(token=0, then=Value(1)))),
         )
     )

@@ -113,7 +113,9 @@ class StoreWindow:
         # What evaluators derived from this window (reads, checks, rates), for the next plan.
         self.memo: dict[Hashable, Any] = {}
         self._label_dicts: dict[LabelSet, dict[str, str]] = {}
-        self._spans: dict[Hashable, list] = {}
+        # Spans worked out once, by the key's kind: chunks and instances (lists), failed
+        # scrapes (dicts).
+        self._spans: dict[Hashable, Any] = {}
         self._arrays: dict[bytes, np.ndarray] = {}
         ids = list(self.endpoints)
         self._blocks: dict[int, list[Block]] = {endpoint_id: [] for endpoint_id in ids}
@@ -268,6 +270,7 @@ class StoreWindow:
             if not any(len(index) for index, *_ in columns):
                 continue
             if len(spans) > 1:
+                assert landing is not None  # in_scrape_order gives it for several spans
                 flush()
                 chunk = stitched(name, spans, columns, times, landing, events)
                 found.append((chunk, frame_micros, event_micros))

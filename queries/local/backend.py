@@ -4,7 +4,7 @@ Results are `Vectors`: for each output label set, one float array on the
 window's step grid, NaN where the series has no value. Aggregations follow
 PromQL: `sum by` adds only the series present at a step, and a group with no
 series present is absent (NaN), never 0. They give pandas' groupby results to
-the bit (tests/dashboard/queries/test_fast_paths.py holds them to it); pandas'
+the bit (tests/queries/local/test_fast_paths.py holds them to it); pandas'
 per-call overhead was a tenth of a render, so they are done in numpy here.
 """
 
@@ -28,7 +28,7 @@ from queries.local.functions import (
 from queries.local.histogram_checks import BadHistogram, check_counts, check_histograms
 from queries.plan import Plan, ResolvedKey
 from queries.promql import bracket, bracket_warning
-from queries.result import QueryResult, ResultSeries, unavailable
+from queries.result import QueryResult, ResultSeries, Status, unavailable
 from queries.spec import (
     FractionBelow,
     Gauge,
@@ -122,7 +122,7 @@ def _suffixes(spec: Spec, resolved: ResolvedKey) -> tuple[str, ...]:
     return ("",)
 
 
-def _reach(spec: Spec) -> float:
+def _reach(spec: Rate | Quantile | Mean | FractionBelow | Gauge) -> float:
     """How far before each step a spec looks: its range, or the gauge lookback."""
     return LOOKBACK_SECONDS if isinstance(spec, Gauge) else spec.window_seconds
 
@@ -148,7 +148,7 @@ def store_needs(plan: Plan) -> list[ReadNeed]:
     return needs
 
 
-class _Evaluator:
+class Evaluator:
     def __init__(self, plan: Plan, store: StoreWindow | None) -> None:
         self.plan = plan
         self.store = store
@@ -403,7 +403,7 @@ def _row_deltas(
 def run_local(plan: Plan, store: StoreWindow | None = None) -> QueryResult:
     """Evaluate `plan` over the embedded store; `store` is a window shared with other plans
     of the same page (it must cover `store_needs(plan)`), or None to read for this one."""
-    evaluator = _Evaluator(plan, store)
+    evaluator = Evaluator(plan, store)
     try:
         vectors = evaluator.evaluate(plan.spec)
     except BadHistogram as exc:
@@ -423,5 +423,5 @@ def run_local(plan: Plan, store: StoreWindow | None = None) -> QueryResult:
         return unavailable(
             "no-data", f"no samples of {plan.resolved_name} in this window", plan.resolved_name
         )
-    status = "partial" if evaluator.failed else "ok"
+    status: Status = "partial" if evaluator.failed else "ok"
     return QueryResult(status, series, "", plan.resolved_name, plan.message, tuple(warnings))

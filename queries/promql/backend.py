@@ -19,7 +19,7 @@ from queries.result import QueryResult, ResultSeries, failed, unavailable
 MAX_SERIES = 500
 
 
-def _points(values: list[Any]) -> dict[int, float]:
+def points_by_ms(values: list[Any]) -> dict[int, float]:
     """Prometheus' [[t, "v"], ...] keyed by millisecond, values parsed ("NaN", "+Inf" too)."""
     points = {}
     for stamp, text in values:
@@ -33,7 +33,7 @@ def _points(values: list[Any]) -> dict[int, float]:
 def on_grid(values: list[Any], grid_ms: np.ndarray) -> np.ndarray:
     """Prometheus' [[t, "v"], ...] spread over `grid_ms` (NaN where there is no point), in
     numpy: a range answer is mostly this conversion, done for every series of every panel.
-    A malformed pair sends the row through `_points`, which skips just that pair."""
+    A malformed pair sends the row through `points_by_ms`, which skips just that pair."""
     out = np.full(len(grid_ms), np.nan)
     if not values:
         return out
@@ -42,7 +42,7 @@ def on_grid(values: list[Any], grid_ms: np.ndarray) -> np.ndarray:
         stamps = np.rint(pairs[:, 0].astype(np.float64) * 1000).astype(np.int64)
         parsed = pairs[:, 1].astype(np.float64)
     except (TypeError, ValueError, IndexError):
-        points = _points(values)
+        points = points_by_ms(values)
         return np.array([points.get(int(t), np.nan) for t in grid_ms], dtype=np.float64)
     where = np.searchsorted(grid_ms, stamps)
     inside = where < len(grid_ms)

@@ -14,7 +14,7 @@ name, plus the scope's model and the spec's `match`, every value escaped.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from queries.plan import Plan, ResolvedKey
@@ -83,7 +83,10 @@ class _Compiler:
         self.plan = plan
         self.warnings: list[str] = []
 
-    def matchers(self, resolved: ResolvedKey, match: Sequence[tuple[str, str]]) -> list[str]:
+    def matchers(
+        self, resolved: ResolvedKey, match: Mapping[str, str] | tuple[tuple[str, str], ...]
+    ) -> list[str]:
+        assert isinstance(match, tuple)  # a spec's __post_init__ makes `match` sorted pairs
         found = [matcher("instance", "=~", any_of_regex(resolved.instances))]
         if self.plan.model_name is not None:
             found.append(matcher("model_name", "=", self.plan.model_name))

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.db import connections
@@ -16,8 +15,9 @@ from django.test import Client, override_settings
 from dashboard import live
 from fleetscope.asgi import application
 from fleetscope.lib.channel_layers import redis_channel_layers
+from inventory.access import ViewScope
 from inventory.models import Fleet
-from tests.conftest import TEST_REDIS_URL
+from tests.conftest import TEST_REDIS_URL, channel_layer
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -61,8 +61,9 @@ async def test_a_logged_in_viewer_receives_pushes_for_the_fleet(
     ws = communicator(fleet, cookie=session_cookie, origin="http://127.0.0.1")
     connected, _ = await ws.connect()
     assert connected
-    await get_channel_layer().group_send(
-        live.group_name(fleet), {"type": "overview.update", "payload_json": '{"panels":[]}'}
+    await channel_layer().group_send(
+        live.group_name(ViewScope(fleet)),
+        {"type": "overview.update", "payload_json": '{"panels":[]}'},
     )
     assert await ws.receive_from() == '{"panels":[]}'
     await ws.disconnect()
@@ -73,7 +74,8 @@ async def test_a_reconnecting_viewer_is_resynced_from_the_cached_overview(
 ) -> None:
     from django.core.cache import cache
 
-    await sync_to_async(cache.set)(f"fleetscope:overview:{fleet.code.hex}", '{"latest":1}')
+    key = f"fleetscope:overview:{ViewScope(fleet).key}"
+    await sync_to_async(cache.set)(key, '{"latest":1}')
     ws = communicator(fleet, cookie=session_cookie, origin="http://127.0.0.1")
     assert (await ws.connect())[0]
     assert await ws.receive_from() == '{"latest":1}'
@@ -104,8 +106,9 @@ async def test_after_logout_the_open_socket_stops_receiving(
     ws = communicator(fleet, cookie=session_cookie, origin="http://127.0.0.1")
     assert (await ws.connect())[0]
     await Session.objects.filter(session_key=session_cookie).adelete()
-    await get_channel_layer().group_send(
-        live.group_name(fleet), {"type": "overview.update", "payload_json": '{"secret":1}'}
+    await channel_layer().group_send(
+        live.group_name(ViewScope(fleet)),
+        {"type": "overview.update", "payload_json": '{"secret":1}'},
     )
     output = await ws.receive_output()
     assert output == {"type": "websocket.close", "code": 4401}
@@ -136,8 +139,9 @@ async def test_a_viewer_idle_longer_than_redis_read_timeouts_still_gets_the_next
         ws = communicator(fleet, cookie=session_cookie, origin="http://127.0.0.1")
         assert (await ws.connect())[0]
         await asyncio.sleep(6.5)
-        await get_channel_layer().group_send(
-            live.group_name(fleet), {"type": "overview.update", "payload_json": '{"late":1}'}
+        await channel_layer().group_send(
+            live.group_name(ViewScope(fleet)),
+            {"type": "overview.update", "payload_json": '{"late":1}'},
         )
         assert await ws.receive_from(timeout=10) == '{"late":1}'
         await ws.disconnect()

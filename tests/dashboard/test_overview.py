@@ -19,6 +19,7 @@ from dashboard.panels import PANELS, PANELS_BY_ID
 from devtools.waiting import wait_until
 from fleetsim.api import Fleet as SimFleet
 from fleetsim.api import start_fleet
+from inventory.access import ViewScope
 from inventory.models import Fleet
 from inventory.registration import targets_import
 from inventory.services import fleet_scrape
@@ -27,7 +28,8 @@ from queries import Window
 
 pytestmark = pytest.mark.django_db
 # Panels fleetsim cannot feed: it simulates no speculative decoding.
-NOT_SIMULATED = {p.id for p in PANELS if p.capability == "engine.spec_decode"}
+# fleetsim runs no speculative decoding (a flag-gated vLLM feature).
+NOT_SIMULATED = {"engine.spec_decode", "engine.spec_length"}
 # Drawn from what fleetsim does expose: length, phase, step, source, NVLink and memory metrics.
 NEW_PANELS = (
     "traffic.prompt_len", "traffic.output_len", "queue.reasons", "latency.ttft_heatmap",
@@ -48,8 +50,12 @@ def scraped_fleet(sim: SimFleet, kinds: set[str], cycles: int = 4) -> Fleet:
     for _ in range(cycles):
         before = sim.sim_now()
         fleet_scrape(fleet_id=fleet.pk)
+
         # Let simulated time move on between scrapes, as a real interval would.
-        wait_until(lambda b=before: True if sim.sim_now() > b + 10 else None, what="sim time")
+        def moved_on(b: float = before) -> bool | None:
+            return True if sim.sim_now() > b + 10 else None
+
+        wait_until(moved_on, what="sim time")
     return fleet
 
 
@@ -117,7 +123,7 @@ def test_one_computation_per_interval_serves_every_viewer(
         return real(request)
 
     monkeypatch.setattr(live, "overview_compute", counting)
-    live.watch(fleet)
+    live.watch(ViewScope(fleet))
     assert live.overviews_publish() == 1
     url = reverse("dashboard-fleet-overview-json", args=[fleet.slug])
     bodies = {owner_client.get(url).content for _ in range(20)}

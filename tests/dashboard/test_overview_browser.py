@@ -19,7 +19,6 @@ from typing import TypeVar
 import pytest
 import uvicorn
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.contrib.auth.models import User
 from django.db import connections
 from django.test import override_settings
@@ -31,9 +30,10 @@ from devtools.ports import free_port
 from devtools.waiting import wait_until
 from fleetscope.asgi import application
 from fleetscope.lib.channel_layers import redis_channel_layers
+from inventory.access import ViewScope
 from inventory.models import Fleet
 from tests.browser import chromium, screenshot_path
-from tests.conftest import TEST_REDIS_URL
+from tests.conftest import TEST_REDIS_URL, channel_layer
 from tests.dashboard.replicafill import END, replica
 from tests.queries.storefill import T0, fleet_named
 
@@ -103,7 +103,7 @@ def new_hostile_replica_published(fleet: Fleet) -> int:
     try:
         replica(fleet, "10.0.0.9:8000", start=seconds_ago(END + 20), reason=HOSTILE,
                 model=HOSTILE_MODEL)  # fmt: skip
-        live.watch(fleet)
+        live.watch(ViewScope(fleet))
         return live.overviews_publish()
     finally:
         connections.close_all()
@@ -161,11 +161,11 @@ def test_hostile_label_values_pushed_over_the_websocket_stay_text(site: Site) ->
         assert off_the_loop(lambda: new_hostile_replica_published(site.fleet)) == 1
         legend = page.locator('[data-panel="traffic.requests"] .legendtext', has_text="onerror")
         expect(legend).to_have_count(1, timeout=30_000)
-        assert HOSTILE in legend.text_content()
+        assert HOSTILE in (legend.text_content() or "")
         # plotly.js reads a subset of HTML in trace names: no link may come out of a label.
         assert page.locator('[data-panel="traffic.requests"] .legend a').count() == 0
         # A payload with markup in the text fields the page shows, pushed as the scheduler does.
-        cached = off_the_loop(lambda: live.latest_overview(site.fleet))
+        cached = off_the_loop(lambda: live.latest_overview(ViewScope(site.fleet)))
         assert cached is not None
         payload = json.loads(cached)
         for panel in payload["panels"]:
@@ -174,11 +174,13 @@ def test_hostile_label_values_pushed_over_the_websocket_stay_text(site: Site) ->
         payload["replicas"]["rows"][0]["state"] = "down"
         payload["replicas"]["rows"][0]["note"] = HOSTILE
         message = {"type": "overview.update", "payload_json": json.dumps(payload)}
-        layer = get_channel_layer()
-        off_the_loop(lambda: async_to_sync(layer.group_send)(live.group_name(site.fleet), message))
+        layer = channel_layer()
+        off_the_loop(
+            lambda: async_to_sync(layer.group_send)(live.group_name(ViewScope(site.fleet)), message)
+        )
         note = page.locator('[data-panel="latency.ttft"] .panel-note')
         expect(note).to_contain_text("onerror", timeout=30_000)
-        assert HOSTILE in note.text_content()
+        assert HOSTILE in (note.text_content() or "")
         expect(page.locator("#source-banner")).to_contain_text(HOSTILE_MODEL)
         expect(page.locator("#replica-table td.state-down").first).to_have_text(HOSTILE)
         page.screenshot(path=screenshot_path("overview-hostile-labels"), full_page=True)

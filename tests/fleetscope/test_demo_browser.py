@@ -102,7 +102,7 @@ def test_make_demo_serves_login_then_the_base_layout(demo: Demo) -> None:
         expect(page.locator("#live-state")).to_have_text("live", timeout=30_000)
         # Rates need two scrapes; the websocket push fills the rest in without a reload.
         # fleetsim runs no speculative decoding: those panels say so instead of drawing.
-        not_simulated = [p for p in PANELS if p.capability == "engine.spec_decode"]
+        not_simulated = [p for p in PANELS if p.id in ("engine.spec_decode", "engine.spec_length")]
         unavailable = page.locator(".chart.unavailable")
         expect(unavailable).to_have_count(len(not_simulated), timeout=90_000)
         drawn = page.locator(".chart .plot.js-plotly-plot").count()

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from django.http import StreamingHttpResponse
 from django.test import Client
 from django.urls import reverse
 
@@ -69,6 +70,7 @@ def test_login_without_csrf_token_is_refused(owner: object) -> None:
 def test_plotly_is_served_locally_from_the_installed_package(owner_client: Client) -> None:
     response = owner_client.get("/static/vendor/plotly.min.js")
     assert response.status_code == 200
+    assert isinstance(response, StreamingHttpResponse)
     body = b"".join(response.streaming_content)
     assert len(body) > 1_000_000
     assert b"plotly" in body[:2000].lower()

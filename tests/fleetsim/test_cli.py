@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -113,3 +114,113 @@ def test_serve_prints_targets_writes_file_sd_and_stops_on_sigterm(tmp_path: Path
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "vllm" in out and "/metrics" in out and "file_sd:" in out
+
+
+# Where files go: never into the current directory unless the user names a path there.
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment without FLEETSCOPE_VAR_DIR (unless given), the tree importable from
+    any directory."""
+    env = {k: v for k, v in os.environ.items() if k != "FLEETSCOPE_VAR_DIR"}
+    return env | {"PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"} | extra
+
+
+def serve_until_written(cwd: Path, *args: str, manifest: Path, env: dict[str, str]) -> str:
+    """Run `fleetsim serve` in `cwd` until `manifest` exists, stop it; its stdout."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fleetsim", "serve", "--replicas", "1", "--base-port", "0", *args],
+        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        wait_until(
+            lambda: manifest.exists() or proc.poll() is not None or None,
+            timeout=30,
+            what="the manifest",
+        )
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    return out
+
+
+def listing(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+
+
+@pytest.fixture
+def cwd(tmp_path: Path) -> Path:
+    (tmp_path / "cwd").mkdir()
+    return tmp_path / "cwd"
+
+
+def test_serve_writes_into_the_out_dir_and_nothing_into_the_current_directory(
+    cwd: Path, tmp_path: Path
+) -> None:
+    out_dir = tmp_path / "out" / "made-for-it"
+    manifest = out_dir / "fleetsim-manifest.json"
+    out = serve_until_written(cwd, "--out-dir", str(out_dir), manifest=manifest, env=child_env())
+    assert listing(cwd) == []
+    assert listing(out_dir) == ["fleetsim-manifest.json", "fleetsim-targets.json"]
+    assert len(json.loads((out_dir / "fleetsim-targets.json").read_text())) == 4
+    assert json.loads(manifest.read_text())["incident"] == "steady"
+    assert f"file_sd: {out_dir / 'fleetsim-targets.json'}  manifest: {manifest}" in out
+
+
+def test_serve_writes_into_fleetscope_var_dir_when_it_is_set(cwd: Path, tmp_path: Path) -> None:
+    var = tmp_path / "elsewhere" / "var"
+    env = child_env(FLEETSCOPE_VAR_DIR=str(var))
+    serve_until_written(cwd, manifest=var / "fleetsim-manifest.json", env=env)
+    assert listing(cwd) == []
+    assert listing(var) == ["fleetsim-manifest.json", "fleetsim-targets.json"]
+
+
+def test_serve_writes_into_var_under_the_current_directory_by_default(cwd: Path) -> None:
+    serve_until_written(cwd, manifest=cwd / "var" / "fleetsim-manifest.json", env=child_env())
+    assert listing(cwd) == ["var", "var/fleetsim-manifest.json", "var/fleetsim-targets.json"]
+
+
+def test_serve_keeps_a_path_given_on_the_command_line_as_given(cwd: Path, tmp_path: Path) -> None:
+    out_dir = tmp_path / "out"
+    serve_until_written(
+        cwd, "--out-dir", str(out_dir), "--file-sd", "sd.json",
+        manifest=out_dir / "fleetsim-manifest.json", env=child_env(),
+    )  # fmt: skip
+    assert listing(cwd) == ["sd.json"]
+    assert listing(out_dir) == ["fleetsim-manifest.json"]
+
+
+def test_serve_that_cannot_write_its_out_dir_says_so_in_one_line(cwd: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "fleetsim", "serve", "--replicas", "1", "--base-port", "0",
+         "--out-dir", str(blocker / "out")],
+        cwd=cwd, env=child_env(), capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"fleetsim: error: cannot write {blocker / 'out' / 'fleetsim-targets.json'}: "
+        "Not a directory"
+    ]
+    assert listing(cwd) == []
+
+
+def test_history_and_targets_write_only_where_out_says(cwd: Path) -> None:
+    history = subprocess.run(
+        [sys.executable, "-m", "fleetsim", "history", "--replicas", "1", "--hours", "0.01",
+         "--out", "fleet.om"],
+        cwd=cwd, env=child_env(), capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert history.returncode == 0, history.stderr
+    assert listing(cwd) == ["fleet.om", "fleet.om.manifest.json"]
+    (cwd / "fleet.om").unlink()
+    (cwd / "fleet.om.manifest.json").unlink()
+    printed = subprocess.run(
+        [sys.executable, "-m", "fleetsim", "targets", "--replicas", "1"],
+        cwd=cwd, env=child_env(), capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert printed.returncode == 0, printed.stderr
+    assert json.loads(printed.stdout)
+    assert listing(cwd) == []

@@ -31,7 +31,7 @@ def total(flat: Flat, name: str, **labels: str) -> float:
 
 def last_scrapes(rec: Recording, job: str) -> list[Flat]:
     instances = [t["instance"] for t in rec.manifest["targets"] if t["labels"]["job"] == job]
-    return [rec.scrapes[i][-1] for i in instances if rec.scrapes[i][-1] is not None]
+    return [flat for i in instances if (flat := rec.scrapes[i][-1]) is not None]
 
 
 def cumulative_series(rec: Recording) -> dict[tuple[str, str, tuple], list[float | None]]:
@@ -135,6 +135,7 @@ def test_dcgm_series_join_to_their_replica_by_pod_and_namespace(steady: Recordin
     uuids = set()
     for replica in steady.manifest["replicas"]:
         flat = steady.scrapes[replica["instances"]["dcgm"]][-1]
+        assert flat is not None
         util = [dict(lab) for (n, lab) in flat if n == "DCGM_FI_DEV_GPU_UTIL"]
         assert len(util) == replica["tensor_parallel_size"] * replica["data_parallel_size"]
         for labels in util:

@@ -85,7 +85,7 @@ def test_version_skew_serves_the_older_dialect_only_on_the_affected_replica() ->
 def test_lora_thrash_shows_many_adapters_in_lora_requests_info() -> None:
     rec = run("lora-thrash")
     inst = rec.manifest["affected_replicas"][0]["instances"]["vllm"]
-    waiting = set()
+    waiting: set[str] = set()
     for flat in rec.scrapes[inst]:
         for (name, labels), _ in (flat or {}).items():
             if name == "vllm:lora_requests_info":

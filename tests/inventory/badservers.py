@@ -16,7 +16,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-Responder = Callable[[BaseHTTPRequestHandler], None]
+Responder = Callable[[BaseHTTPRequestHandler], object]  # what it returns is ignored
 
 
 @dataclass

@@ -8,18 +8,15 @@ from typing import Any
 
 import pytest
 
-from inventory.store.frame_cache import FRAME_CACHE
-from inventory.store.span_listings import SPAN_LISTINGS
+from inventory.store import caches_clear
 
 
 @pytest.fixture(autouse=True)
 def empty_store_caches() -> Iterator[None]:
     # One cache of each per process: no test sees frames another test cached or listed.
-    FRAME_CACHE.clear()
-    SPAN_LISTINGS.clear()
+    caches_clear()
     yield
-    FRAME_CACHE.clear()
-    SPAN_LISTINGS.clear()
+    caches_clear()
 
 
 @pytest.fixture

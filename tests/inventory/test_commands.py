@@ -7,11 +7,14 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.test import override_settings
 
 from fleetsim.api import Fleet as SimFleet
 from fleetsim.api import start_fleet
 from fleetsim.targets import file_sd
-from inventory.models import Endpoint, Fleet
+from inventory.models import Endpoint, Fleet, PrometheusSource
+from tests.inventory.badservers import Responder, html_error_page, json_answer, serving
+from tests.inventory.promfleet import PrometheusOverFleet, prometheus_over_fleet
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -105,3 +108,133 @@ def test_import_targets_rejects_a_malformed_file_naming_the_place(tmp_path: Path
     assert code == 2
     assert "group 2: needs a 'targets' list" in err
     assert not Fleet.objects.exists()
+
+
+# import_targets --from-prometheus: a real Prometheus scraping one fleetsim replica.
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusOverFleet]:
+    with prometheus_over_fleet(tmp_path_factory.mktemp("prom"), seed=12) as running:
+        yield running
+
+
+def nothing_registered() -> bool:
+    return not (
+        Fleet.objects.exists() or Endpoint.objects.exists() or PrometheusSource.objects.exists()
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.prometheus
+def test_import_targets_from_prometheus_registers_its_active_targets_and_keeps_it_as_a_source(
+    prometheus: PrometheusOverFleet,
+) -> None:
+    count = len(prometheus.sim.targets)
+    code, out, err = run("import_targets", "--from-prometheus", prometheus.url, "--fleet", "prod")
+    assert code == 0, err
+    assert out.strip() == (
+        f"fleet prod: {count} endpoints added, 0 updated (discovered from {prometheus.url})"
+    )
+    registered = dict(Endpoint.objects.filter(fleet__slug="prod").values_list("url", "kind"))
+    assert registered == {t.url: t.kind for t in prometheus.sim.targets}
+    code, out, _ = run("import_targets", "--from-prometheus", prometheus.url, "--fleet", "prod")
+    assert code == 0
+    assert f"0 endpoints added, {count} updated" in out
+    source = PrometheusSource.objects.get()  # reused, not added again
+    assert (source.fleet.slug, source.url) == ("prod", prometheus.url)
+
+
+@pytest.mark.django_db
+@pytest.mark.prometheus
+def test_import_targets_from_a_prometheus_answering_an_error_names_it_and_exits_2(
+    prometheus: PrometheusOverFleet,
+) -> None:
+    url = f"{prometheus.url}/no-such-prefix"  # the real server answers its 404 page
+    code, out, err = run("import_targets", "--from-prometheus", url, "--fleet", "prod")
+    assert code == 2
+    assert out == ""
+    assert err.strip() == f"{url}: prometheus answered HTTP 404 with something that is not JSON"
+    assert nothing_registered()
+
+
+@pytest.mark.django_db
+def test_import_targets_from_a_prometheus_that_is_down_names_it_and_exits_2(
+    closed_port: int,
+) -> None:
+    url = f"http://127.0.0.1:{closed_port}"
+    code, _, err = run("import_targets", "--from-prometheus", url, "--fleet", "prod")
+    assert code == 2
+    assert err.strip() == f"{url}: prometheus unreachable: ConnectError"
+    assert nothing_registered()
+
+
+# A real Prometheus never answers its API with an HTML page or a JSON document of another
+# shape; a proxy in front of it (or something else on its port) does. These two stand in.
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("respond", "says"),
+    [
+        (html_error_page, "prometheus answered HTTP 502 with an HTML page"),
+        (
+            json_answer(200, {"status": "success", "data": {"activeTargets": {"a": 1}}}),
+            "Prometheus answer has no data.activeTargets list",
+        ),
+        (
+            json_answer(200, {"status": "success", "data": {"activeTargets": [{
+                "scrapeUrl": "http://127.0.0.1:1/metrics", "labels": ["job", "x"],
+            }]}}),
+            "data.activeTargets[0]: 'labels' is not a mapping",
+        ),
+        (
+            json_answer(200, ["status", "success"]),
+            "prometheus answered HTTP 200 with something that is not JSON",
+        ),
+    ],
+)  # fmt: skip
+def test_import_targets_from_a_stand_in_answering_html_or_a_wrong_shape_exits_2(
+    respond: Responder, says: str
+) -> None:
+    with serving(respond) as server:
+        url = server.url("")
+        code, _, err = run("import_targets", "--from-prometheus", url, "--fleet", "prod")
+    assert code == 2
+    assert err.strip() == f"{url}: {says}"
+    assert server.requests == [("GET", "/api/v1/targets?state=active")]
+    assert nothing_registered()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("url", "setting"),
+    [
+        ("http://127.0.0.1:9090", "FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK"),
+        ("http://10.20.0.9:9090", "FLEETSCOPE_OUTBOUND_ALLOW"),
+    ],
+)
+def test_import_targets_refuses_a_prometheus_outside_the_policy_naming_the_setting(
+    url: str, setting: str
+) -> None:
+    with override_settings(FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK=False):
+        code, _, err = run("import_targets", "--from-prometheus", url, "--fleet", "prod")
+    assert code == 2
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"{url}: blocked by policy: ")
+    assert f"{setting} to allow it" in line or f"{setting}=true to allow it" in line
+    assert nothing_registered()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--fleet", "prod"],
+        ["targets.json", "--from-prometheus", "http://127.0.0.1:9090", "--fleet", "prod"],
+    ],
+)
+def test_import_targets_needs_exactly_one_of_a_file_and_a_prometheus(args: list[str]) -> None:
+    code, out, err = run("import_targets", *args)
+    assert code == 2
+    assert out == ""
+    assert err.strip() == "give exactly one of a target FILE or --from-prometheus URL"
+    assert nothing_registered()

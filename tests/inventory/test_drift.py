@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from inventory.drift import EndpointSnapshot, Finding, fleet_findings
 from inventory.report import deprecated_replacement
@@ -22,9 +23,7 @@ def fam(type: str = "gauge", series: int = 1, buckets: list[float] | None = None
     }
 
 
-def snap(
-    url: str, families: dict[str, FamilySummary] | None, **changes: object
-) -> EndpointSnapshot:
+def snap(url: str, families: dict[str, FamilySummary] | None, **changes: Any) -> EndpointSnapshot:
     healthy = EndpointSnapshot(
         endpoint_id=0,
         url=url,

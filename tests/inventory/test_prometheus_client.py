@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from devtools.prometheus import file_sd_config, running_prometheus
+from inventory import scraping
 from inventory.prometheus import (
     PrometheusBadQuery,
     PrometheusServerError,
@@ -27,7 +28,6 @@ from inventory.prometheus import (
     prometheus_query,
     prometheus_query_range,
 )
-from inventory.scraping import outbound
 from tests.inventory.badservers import html_error_page, json_answer, serving
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
@@ -43,11 +43,11 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture
 def requests_seen() -> Iterator[list[tuple[str, str]]]:
     seen: list[tuple[str, str]] = []
-    outbound.REQUEST_OBSERVERS.append(lambda method, url: seen.append((method, url)))
+    scraping.REQUEST_OBSERVERS.append(lambda method, url: seen.append((method, url)))
     try:
         yield seen
     finally:
-        outbound.REQUEST_OBSERVERS.pop()
+        scraping.REQUEST_OBSERVERS.pop()
 
 
 def query_range(url: str, query: str = "up", timeout: float = 5) -> object:

@@ -84,3 +84,23 @@ def test_prometheus_active_targets_keep_public_labels_and_drop_internal_ones() -
 def test_prometheus_answer_without_active_targets_is_an_error() -> None:
     with pytest.raises(TargetFileError, match="activeTargets"):
         targets_from_prometheus({"status": "success", "data": {}})
+
+
+def test_a_url_that_two_prometheus_jobs_scrape_is_one_target_with_the_first_jobs_labels() -> None:
+    url = "http://10.0.0.5:8000/metrics"
+    payload = {
+        "data": {
+            "activeTargets": [
+                {"scrapeUrl": url, "labels": {"job": "vllm"}},
+                {"scrapeUrl": url, "labels": {"job": "node-gateway"}},
+            ]
+        }
+    }
+    (spec,) = targets_from_prometheus(payload)
+    assert (spec.url, spec.kind, spec.labels) == (url, "vllm", {"job": "vllm"})
+
+
+def test_prometheus_target_labels_that_are_not_a_mapping_refuse_the_whole_answer() -> None:
+    payload = {"data": {"activeTargets": [{"scrapeUrl": "http://h:1/metrics", "labels": "x"}]}}
+    with pytest.raises(TargetFileError, match=r"activeTargets\[0\]: 'labels' is not a mapping"):
+        targets_from_prometheus(payload)

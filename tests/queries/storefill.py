@@ -1,13 +1,15 @@
-"""Hand-made scrapes written straight into the embedded store, for exact backend tests."""
+"""Hand-made scrapes written into the embedded store through its face, for exact backend
+tests."""
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
-from inventory.models import Endpoint, EndpointInventory, Fleet, SampleFrame, SeriesSet
-from inventory.store.codec import encode_layout, encode_values, layout_digest
+from inventory.exposition import Family
+from inventory.exposition import Sample as ParsedSample
+from inventory.models import Endpoint, EndpointInventory, Fleet
+from inventory.store import FrameWrite, LayoutMemo, frame_encode, frames_write
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 Sample = tuple[str, Mapping[str, str], float]
@@ -42,26 +44,15 @@ def endpoint_with_scrapes(
     """An endpoint whose store holds `scrapes` ((seconds after T0, samples) each), and an
     inventory made from them; `types` maps family names (counters without _total) to types."""
     endpoint = Endpoint.objects.create(fleet=fleet, url=f"http://{instance}/metrics")
-    series_set = None
+    memo = LayoutMemo()
+    series_set_id = None
     families: dict[str, dict] = {}
     for offset, samples in scrapes:
-        layout = tuple((name, dict(labels)) for name, labels, _ in samples)
-        series_set, _ = SeriesSet.objects.get_or_create(
-            endpoint=endpoint,
-            digest=layout_digest(layout),
-            defaults={
-                "series_blob": encode_layout(layout),
-                "series_count": len(layout),
-                "first_seen_at": at(offset),
-            },
-        )
-        values = array("d", [value for _, _, value in samples])
-        SampleFrame.objects.create(
-            endpoint=endpoint,
-            series_set=series_set,
-            at=at(offset),
-            values_blob=encode_values(values),
-        )
+        # One untyped family holds the scrape: the frame keeps every sample, in this order.
+        parsed = tuple(ParsedSample(n, dict(labels), v) for n, labels, v in samples)
+        scrape = Family(name="", type="untyped", help="", unit="", samples=parsed)
+        write = FrameWrite(endpoint.pk, at(offset), frame_encode(endpoint.pk, [scrape], memo))
+        series_set_id = frames_write([write], resolution=timedelta(0)).series_sets[endpoint.pk]
         for name, labels, _ in samples:
             family = _family(name, types)
             entry = families.setdefault(
@@ -72,10 +63,10 @@ def endpoint_with_scrapes(
             if name.endswith("_bucket") and labels.get("le") not in (None, "+Inf"):
                 edges = set(entry["buckets"] or []) | {float(labels["le"])}
                 entry["buckets"] = sorted(edges)
-    assert series_set is not None
+    assert series_set_id is not None
     EndpointInventory.objects.create(
         endpoint=endpoint,
-        series_set=series_set,
+        series_set_id=series_set_id,
         scraped_at=at(scrapes[-1][0]),
         dialect="current",
         detected_kind=kind,

@@ -46,6 +46,7 @@ from queries import (
     Rate,
     Ratio,
     Scope,
+    Spec,
     Window,
     run_queries,
 )
@@ -64,7 +65,7 @@ TOLERANCE = 0.15
 #   point or two between two scrapes a second apart.
 ABSOLUTE_SLACK = {"finished": 2 / RATE_WINDOW, "kv": 0.02}
 
-SPECS = {
+SPECS: dict[str, Spec] = {
     "tokens": Rate("generation_tokens", by=("model_name",), window_seconds=RATE_WINDOW),
     "prompt": Increase("prompt_tokens", by=("instance",), window_seconds=RATE_WINDOW),
     "finished": Rate("request_success", by=("finished_reason",), window_seconds=RATE_WINDOW),
@@ -100,11 +101,12 @@ def scraped(tmp_path: Path) -> Iterator[tuple[Fleet, str]]:
             instance = engines[0].instance
             seen = wait_until(lambda: last_scrape(prometheus, instance), what="a first scrape")
             for _ in range(CYCLES):
-                seen = wait_until(
-                    lambda s=seen: (t if (t := last_scrape(prometheus, instance)) and t > s
-                                    else None),
-                    timeout=10, what="prometheus to scrape again",
-                )  # fmt: skip
+
+                def scraped_again(s: float = seen) -> float | None:
+                    t = last_scrape(prometheus, instance)
+                    return t if t and t > s else None
+
+                seen = wait_until(scraped_again, timeout=10, what="prometheus to scrape again")
                 report = fleet_scrape(fleet_id=fleet.pk)
                 assert report.failed == 0
             yield fleet, prometheus

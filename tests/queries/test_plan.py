@@ -7,7 +7,7 @@ import pytest
 
 from inventory.models import EndpointInventory
 from queries import Scope, Window
-from queries.plan import Plan, plan_query, scoped_inventories
+from queries.plan import Plan, plan_query
 from queries.spec import Gauge
 from tests.queries.storefill import at, endpoint_with_scrapes, fleet_named
 
@@ -32,13 +32,3 @@ def test_an_inventory_changed_since_the_last_plan_is_planned_on_its_new_families
     after = plan_query(Gauge("kv_usage"), scope=Scope(fleet), window=WINDOW)
     assert isinstance(after, Plan)
     assert after.keys["kv_usage"].name == "vllm:kv_cache_usage_perc"
-
-
-def test_scoped_inventories_hold_the_families_as_stored() -> None:
-    fleet = fleet_named()
-    scrapes = [(s, [("vllm:num_requests_running", M, 3.0)]) for s in (0, 10)]
-    endpoint_with_scrapes(fleet, "a:1", scrapes, types={"vllm:num_requests_running": "gauge"})
-    [(_, inventory)] = scoped_inventories(Scope(fleet))
-    stored = EndpointInventory.objects.get(pk=inventory.pk).families
-    assert inventory.families == stored
-    assert inventory.detected_kind == "engine"

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 from django.test import override_settings
 
-from queries import Gauge, Quantile, Rate, Scope, Window, run_queries, run_query
+from queries import Gauge, Quantile, Rate, Scope, Spec, Window, run_queries, run_query
 from tests.inventory.badservers import serving
 from tests.queries.storefill import at, endpoint_with_scrapes, fleet_named
 
@@ -41,7 +41,7 @@ def test_without_prometheus_url_the_prometheus_backend_says_so() -> None:
 def test_a_dead_prometheus_is_an_error_result_for_every_query_of_the_page(
     closed_port: int,
 ) -> None:
-    specs = {"running": Gauge("running"), "tokens": Rate("generation_tokens")}
+    specs: dict[str, Spec] = {"running": Gauge("running"), "tokens": Rate("generation_tokens")}
     with override_settings(PROMETHEUS_URL=f"http://127.0.0.1:{closed_port}"):
         results = run_queries(specs, scope=small_fleet(), window=WINDOW, backend="prometheus")
     assert {n: (r.status, r.reason) for n, r in results.items()} == {

@@ -1,16 +1,17 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from django.core.management.base import BaseCommand, CommandParser
+from django.http import Http404
 from django.utils import timezone
 
 from dashboard.live import default_backend
 from dashboard.overview import overview_json, panel_compute
 from dashboard.panels import PANELS_BY_ID
 from dashboard.timerange import DEFAULT_RANGE, RANGES, RangeError, parse_range
-from inventory.models import Fleet
+from inventory.access import fleet_for_user
 from queries import Window
 
 
@@ -26,8 +27,10 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", dest="as_json")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        fleet = Fleet.objects.filter(slug=options["fleet"]).first()
-        if fleet is None:
+        try:
+            # The operator at the shell: no user, every fleet.
+            fleet = fleet_for_user(None, slug=options["fleet"])
+        except Http404:
             self._fail(f"no fleet {options['fleet']!r}")
         panel = PANELS_BY_ID.get(options["panel"])
         if panel is None:
@@ -54,6 +57,6 @@ class Command(BaseCommand):
             last = f"{values[-1]:.6g}" if values else "n/a"
             self.stdout.write(f"  {trace['name']}: {len(values)} points, last {last}")
 
-    def _fail(self, message: str) -> None:
+    def _fail(self, message: str) -> NoReturn:
         self.stderr.write(message)
         sys.exit(2)

@@ -50,7 +50,7 @@ class Payload:
     def text(self) -> str:
         registry = CollectorRegistry()
         labels = ["model_name", "engine"] if self.engines else ["model_name"]
-        values = [(MODEL, e) for e in self.engines] or [(MODEL,)]
+        values: list[tuple[str, ...]] = [(MODEL, e) for e in self.engines] or [(MODEL,)]
         metrics: list[Gauge | Counter | Histogram] = []
         for name in self.gauges:
             text = self.help_running if name == "vllm:num_requests_running" else name
@@ -181,7 +181,7 @@ def via_prometheus_client(text: str) -> list[FamilyLike]:
 
 def families(text: str) -> list[FamilyLike]:
     try:
-        from inventory.exposition.parser import parse
+        from inventory.exposition import parse
     except ImportError:  # the strict parser is optional for these tests
         return via_prometheus_client(text)
     return list(parse(text))
@@ -391,6 +391,7 @@ def test_max_model_len_is_bounded_from_the_one_two_five_buckets(
     payload = Payload(histograms={"vllm:request_prompt_tokens": one_two_five(max_model_len)})
     report = infer_max_model_len(families(payload.text()))
     assert (report.at_least, report.below) == (at_least, below)
+    assert report.at_least is not None and report.below is not None
     assert report.at_least <= max_model_len < report.below
     assert report.source == "vllm:request_prompt_tokens"
     assert report.message.startswith(f"max_model_len is at least {at_least} and below {below}")

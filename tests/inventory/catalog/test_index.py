@@ -153,8 +153,10 @@ def test_router_gauges_that_reuse_vllm_names_are_kept_apart_from_engine_metrics(
         "running",
         "router_running",
     ]
-    assert entry_for_name("vllm:num_requests_running").source_kind == "engine"
+    running = entry_for_name("vllm:num_requests_running")
+    assert running is not None and running.source_kind == "engine"
     router = entry_for_name("vllm:gpu_prefix_cache_hits_total", source_kind="router")
+    assert router is not None
     assert (router.key, router.type, router.labels) == ("router_prefix_hits", "gauge", ("server",))
     assert "vllm:current_qps" in ROUTER_ONLY_NAMES
     assert "vllm:num_requests_running" not in ROUTER_ONLY_NAMES | ENGINE_ONLY_NAMES

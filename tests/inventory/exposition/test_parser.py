@@ -163,15 +163,16 @@ def test_sample_and_family_are_frozen_slotted_dataclasses() -> None:
 def test_labels_are_read_only_and_behave_as_a_dict() -> None:
     (gauge,) = parse('# TYPE g gauge\ng{b="2",a="1"} 1\n')
     labels = gauge.samples[0].labels
+    assert isinstance(labels, Labels)
     assert labels == {"a": "1", "b": "2"}
     assert list(labels) == ["b", "a"]
     assert json.dumps(labels) == '{"b": "2", "a": "1"}'
     for mutate in (
         lambda: labels.__setitem__("a", "x"),
         lambda: labels.__delitem__("a"),
-        lambda: labels.update(a="x"),  # type: ignore[attr-defined]
-        lambda: labels.pop("a"),  # type: ignore[attr-defined]
-        lambda: labels.clear(),  # type: ignore[attr-defined]
+        lambda: labels.update(a="x"),
+        lambda: labels.pop("a"),
+        lambda: labels.clear(),
     ):
         with pytest.raises(TypeError):
             mutate()

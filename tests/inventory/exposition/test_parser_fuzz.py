@@ -431,11 +431,11 @@ def test_a_warm_cache_never_changes_what_is_accepted() -> None:
         if _accepts(seed):
             parse(seed, cache=cache)
     for _ in range(300):
-        seed = bytearray(rng.choice(SEEDS).encode())
-        if seed:
-            seed[rng.randrange(len(seed))] = rng.choice(b' {}",=\\\t\n#x0')
-        cold = _outcome(bytes(seed), None)
-        warm = _outcome(bytes(seed), cache)
+        mutated = bytearray(rng.choice(SEEDS).encode())
+        if mutated:
+            mutated[rng.randrange(len(mutated))] = rng.choice(b' {}",=\\\t\n#x0')
+        cold = _outcome(bytes(mutated), None)
+        warm = _outcome(bytes(mutated), cache)
         assert cold == warm
 
 

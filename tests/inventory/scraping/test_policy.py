@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 
-from inventory.scraping.policy import BlockedByPolicy, OutboundPolicy
+from inventory.scraping.policy import (
+    ALLOWED_BY_ALLOW_LIST,
+    ALLOWED_BY_LOOPBACK,
+    BlockedByPolicy,
+    OutboundPolicy,
+)
 
 STRICT = OutboundPolicy(allow=[], allow_loopback=False)
 DEMO = OutboundPolicy(allow=[], allow_loopback=True)
@@ -290,3 +295,25 @@ def test_literal_hosts_are_checked_without_asking_the_resolver() -> None:
     assert FLEET.resolve_and_check("10.20.0.5", 80, resolver=must_not_resolve) == ["10.20.0.5"]
     with pytest.raises(BlockedByPolicy, match="ambiguous numeric host"):
         FLEET.resolve_and_check("0x0a140005", 80, resolver=must_not_resolve)
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed_by"),
+    [
+        ("http://127.0.0.1:9090/", ALLOWED_BY_LOOPBACK),
+        ("http://localhost:9090/", ALLOWED_BY_LOOPBACK),
+        ("http://[::ffff:127.0.0.1]/", ALLOWED_BY_LOOPBACK),
+        ("http://10.0.0.8:8000/metrics", ALLOWED_BY_ALLOW_LIST),
+        ("http://[::ffff:10.0.0.8]/", ALLOWED_BY_ALLOW_LIST),
+        ("http://93.184.215.14/", ALLOWED_BY_ALLOW_LIST),
+        ("http://169.254.169.254/", None),
+        ("http://127.1/", None),
+        ("ftp://10.0.0.8/", None),
+    ],
+)
+def test_a_refusal_says_which_policy_argument_would_allow_the_target(
+    url: str, allowed_by: str | None
+) -> None:
+    with pytest.raises(BlockedByPolicy) as raised:
+        STRICT.check_url(url)
+    assert raised.value.allowed_by == allowed_by

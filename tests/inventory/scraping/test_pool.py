@@ -74,6 +74,7 @@ def test_a_pool_whose_worker_died_starts_fresh_on_the_next_cycle(sim: Fleet) -> 
         workers.scrape("fleet-d", urls, [])
         processes = [p for e in workers._executors for p in e._processes.values()]
         for process in processes:
+            assert process.pid is not None  # started: the scrape above ran on it
             os.kill(process.pid, signal.SIGKILL)
         for process in processes:
             process.join(10)
@@ -85,11 +86,11 @@ def test_a_pool_whose_worker_died_starts_fresh_on_the_next_cycle(sim: Fleet) -> 
 
 
 def test_celery_worker_processes_scrape_without_children_of_their_own() -> None:
-    from fleetscope.celery import _scrape_inside_worker_processes
+    from fleetscope.celery import scrape_inside_worker_processes
     from inventory import services
 
     try:
-        _scrape_inside_worker_processes()
+        scrape_inside_worker_processes()
         assert services.scrape_pool().processes == 0
     finally:
         services.scrape_pool_close()

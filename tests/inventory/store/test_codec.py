@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import math
 
-from inventory.exposition.parser import parse
+from inventory.exposition import parse
 from inventory.store.codec import (
     LayoutMemo,
     decode_layout,

@@ -4,6 +4,7 @@ holds: same series, same samples at the same times, nothing where a series was a
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -30,9 +31,15 @@ def _scrape(i: int, *, model: str = "m", later_layout: bool = False) -> list:
     return [*histogram(E2E, labels, buckets, total=0.5 * i), *samples]
 
 
-def _rows_by_key(window: StoreWindow, need: ReadNeed, **kwargs: object) -> dict:
+def _rows_by_key(
+    window: StoreWindow,
+    need: ReadNeed,
+    *,
+    model_name: str | None = None,
+    match: Sequence[tuple[str, str]] = (),
+) -> dict:
     rows = {}
-    for chunk in window.chunks(need, **kwargs).chunks:
+    for chunk in window.chunks(need, model_name=model_name, match=match).chunks:
         assert chunk.values.shape == (len(chunk.keys), len(chunk.times))
         assert len(set(chunk.keys)) == len(chunk.keys)
         for i, key in enumerate(chunk.keys):
@@ -41,8 +48,12 @@ def _rows_by_key(window: StoreWindow, need: ReadNeed, **kwargs: object) -> dict:
     return rows
 
 
-def _plain_by_key(endpoints: dict, start: float, end: float, **kwargs: object) -> dict:
-    read = store_read(endpoints=endpoints, names=NAMES, start=at(start), end=at(end), **kwargs)
+def _plain_by_key(
+    endpoints: dict, start: float, end: float, *, model_name: str | None = None
+) -> dict:
+    read = store_read(
+        endpoints=endpoints, names=NAMES, start=at(start), end=at(end), model_name=model_name
+    )
     return {(raw.name, tuple(sorted(raw.labels.items()))): raw for raw in read.series}
 
 

@@ -4,18 +4,21 @@ and its first falling edge, whatever the chunk order, and gaps are never taken f
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pytest
 
-from inventory.store.chunks import SeriesChunk
+from inventory.store import SeriesChunk
 from queries.local.histogram_checks import BadHistogram, check_counts, check_histograms
 
 NAME = "vllm:e2e_request_latency_seconds"
 TIMES = np.array([0.0, 15.0, 30.0])
 
 
-def _chunk(instance: str, buckets: dict[str, list[float]], suffix: str = "_bucket") -> SeriesChunk:
+def _chunk(
+    instance: str, buckets: Mapping[str, Sequence[float]], suffix: str = "_bucket"
+) -> SeriesChunk:
     labels = []
     for le in buckets:
         row = {"instance": instance, "model_name": "m"}

@@ -6,13 +6,13 @@ import math
 
 import numpy as np
 
-from queries.promql.backend import _points, on_grid
+from queries.promql.backend import on_grid, points_by_ms
 
 GRID_MS = np.array([1_000_000, 1_015_000, 1_030_000, 1_045_000], dtype=np.int64)
 
 
 def by_points(values: list) -> list[float]:
-    points = _points(values)
+    points = points_by_ms(values)
     return [points.get(int(t), math.nan) for t in GRID_MS]
 
 

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from inventory.catalog import MetricType
 from queries import FractionBelow, Gauge, Increase, Mean, Quantile, Rate, Ratio, Window
 from queries.plan import Plan, ResolvedKey
 from queries.promql.compile import compile_plan
@@ -13,7 +14,7 @@ from queries.promql.text import duration, le_spellings, matcher, selector, strin
 from queries.spec import Spec
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
-NAMES = {
+NAMES: dict[str, tuple[str, MetricType]] = {
     "generation_tokens": ("vllm:generation_tokens_total", "counter"),
     "request_success": ("vllm:request_success_total", "counter"),
     "ttft": ("vllm:time_to_first_token_seconds", "histogram"),

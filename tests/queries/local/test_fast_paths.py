@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from inventory.store.reads import frame_blocks, frames_in_window, micros
-from inventory.store.window import store_read
+from inventory.store import frame_blocks, frames_in_window, micros, store_read
 from queries.local.backend import aggregate_parts
 from queries.local.functions import counter_deltas, group_reduce, group_sums
 from tests.queries.storefill import at, endpoint_with_scrapes, fleet_named, histogram
@@ -139,7 +138,7 @@ def test_frame_blocks_hold_what_frames_decoded_one_by_one_hold() -> None:
 @pytest.mark.django_db
 def test_batched_deltas_match_one_series_at_a_time() -> None:
     from queries import Quantile, Scope, Window
-    from queries.local.backend import _Evaluator
+    from queries.local.backend import Evaluator
     from queries.plan import Plan, plan_query
 
     fleet = fleet_named()
@@ -156,7 +155,7 @@ def test_batched_deltas_match_one_series_at_a_time() -> None:
         endpoints=dict(zip(plan.keys["e2e"].endpoint_ids, plan.keys["e2e"].instances, strict=True)),
         names=frozenset({"vllm:e2e_request_latency_seconds_bucket"}), start=at(0), end=at(600),
     )  # fmt: skip
-    evaluator = _Evaluator(plan, None)
+    evaluator = Evaluator(plan, None)
     chunks = evaluator.read(plan.keys["e2e"], {"vllm:e2e_request_latency_seconds_bucket"}, spec, 60)
     batched = [
         (labels, row)
