@@ -48,6 +48,18 @@ def _y(series: ResultSeries) -> list[float | None]:
     return list(series.values)
 
 
+def _lower_bounds_only(series: ResultSeries) -> list[float | None] | None:
+    """The lower bound at each step where a quantile is only known to exceed an edge, or
+    None when there is no such step."""
+    if series.lower is None or series.upper is None:
+        return None
+    above = [
+        low if value is None and low is not None and high is None else None
+        for value, low, high in zip(series.values, series.lower, series.upper, strict=True)
+    ]
+    return above if any(v is not None for v in above) else None
+
+
 @lru_cache(maxsize=32)
 def _grid_ms(timestamps: tuple[float, ...]) -> tuple[int, ...]:
     # Every series of a window shares its step grid, so it is converted once per grid,
@@ -110,6 +122,20 @@ def line_figure(
                     "connectgaps": False,
                 }
             )
+            above = _lower_bounds_only(series)
+            if above is not None:
+                # A quantile past the last finite bucket edge has no value, only a bound:
+                # drawn as markers at the edge it exceeds, never as a line of values.
+                data.append(
+                    {
+                        "type": "scatter",
+                        "mode": "markers",
+                        "marker": {"symbol": "triangle-up", "size": 7},
+                        "name": f"{_label(trace, series.labels)}: above (lower bound)",
+                        "x": _ms(series.timestamps),
+                        "y": above,
+                    }
+                )
     shapes = [
         {
             "type": "line",

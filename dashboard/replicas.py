@@ -97,6 +97,20 @@ def _at_last_step(result: QueryResult) -> dict[str, float]:
     return found
 
 
+def _lower_bounds_at_last_step(result: QueryResult) -> dict[str, float]:
+    """Instances whose quantile lies past their last finite bucket edge at the last step:
+    the edge it exceeds (there is no value to show, only "more than this")."""
+    found: dict[str, float] = {}
+    for series in result.series:
+        instance = series.labels.get("instance")
+        if not instance or series.lower is None or series.upper is None or not series.values:
+            continue
+        lower, upper = series.lower[-1], series.upper[-1]
+        if series.values[-1] is None and lower is not None and upper is None:
+            found[instance] = lower
+    return found
+
+
 def _state(endpoint: Any) -> tuple[str, str]:
     if endpoint.last_status is None:
         return "unknown", "not scraped yet"
@@ -124,6 +138,7 @@ def replica_table_from(
     (run on any window ending at `at`: the overview runs them with its panels, so they
     share one store read or one parallel round-trip to Prometheus), JSON-safe."""
     values = {column.id: _at_last_step(results[column.id]) for column in COLUMNS}
+    above = {column.id: _lower_bounds_at_last_step(results[column.id]) for column in COLUMNS}
     # Only the scrape state is needed: leave the inventory (a large JSON column) unread.
     endpoints = (
         endpoints_with_health(fleet=fleet)
@@ -135,13 +150,20 @@ def replica_table_from(
         state, note = _state(endpoint)
         instance = endpoint.instance
         shown = {} if state == "down" else {c.id: values[c.id].get(instance) for c in COLUMNS}
-        rows.append({"instance": instance, "state": state, "note": note, "values": shown})
+        exceeds = {} if state == "down" else {
+            c.id: edge for c in COLUMNS if (edge := above[c.id].get(instance)) is not None
+        }  # fmt: skip
+        rows.append(
+            {"instance": instance, "state": state, "note": note, "values": shown,
+             "above": exceeds}
+        )  # fmt: skip
+    # Medians over exact values only; a lower bound is flagged when even the bound is worse.
     medians = _medians(rows)
     for row in rows:
         row["flags"] = {
             c.id: c.worse
             for c in COLUMNS
-            if (v := row["values"].get(c.id)) is not None
+            if (v := _shown_or_bound(row, c.id)) is not None
             and (m := medians.get(c.id)) is not None
             and outlier(v, m, c)
         }
@@ -163,6 +185,11 @@ def replica_table_from(
         "rows": rows,
         "notes": _column_notes(results),
     }
+
+
+def _shown_or_bound(row: Mapping[str, Any], column_id: str) -> float | None:
+    value = row["values"].get(column_id)
+    return row["above"].get(column_id) if value is None else value
 
 
 def _medians(rows: list[dict[str, Any]]) -> dict[str, float]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from queries.local import parse_le
+from queries.histogram_math import parse_le
 from queries.plan import Plan
 from queries.result import QueryResult
 from queries.spec import Rate

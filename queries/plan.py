@@ -8,9 +8,9 @@ PromQL backend can run it on any thread without a database connection.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from inventory.catalog import CATALOG, MetricType, SourceKind, resolve
+from inventory.catalog import CATALOG, MetricType, Resolution, SourceKind, resolve
 from inventory.selectors import ScopedEndpoint, scope_endpoints
 from queries.result import QueryResult, unavailable
 from queries.spec import Scope, Spec, Window, spec_keys
@@ -27,19 +27,65 @@ ENDPOINT_KIND_FOR_SOURCE: Mapping[SourceKind, str] = {
 
 
 @dataclass(frozen=True)
-class ResolvedKey:
-    """One catalog key on one scope: the name to read and the endpoints that expose it."""
+class NameGroup:
+    """The endpoints of a scope that expose a catalog key under one real name."""
 
-    key: str
     name: str
-    type: MetricType
     endpoint_ids: tuple[int, ...]
     instances: tuple[str, ...]
-    # Finite bucket edges every exposing endpoint has (histograms only).
+    fallback: bool  # an older or renamed name, not the catalog's current one
+
+
+@dataclass(frozen=True)
+class ResolvedKey:
+    """One catalog key on one scope, resolved endpoint by endpoint: each endpoint reads the
+    best name it exposes (so a fleet mid-upgrade is read whole, and an endpoint exposing
+    both an old and a new name is read once), grouped by name, preferred name first.
+
+    `missing` lists the endpoints of the key's kind that expose none of its names, with
+    why; `buckets` are the finite edges every exposing endpoint has (histograms only).
+    """
+
+    key: str
+    type: MetricType
+    groups: tuple[NameGroup, ...]
     buckets: tuple[float, ...]
     message: str
     fallback: bool
     problems: tuple[str, ...] = ()
+    missing: tuple[tuple[str, str], ...] = ()  # (instance, why)
+    # Each exposing endpoint's own finite edges, by instance (histograms only).
+    edges_by_instance: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The name most of the scope is read under (the first group's)."""
+        return self.groups[0].name
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(group.name for group in self.groups)
+
+    @property
+    def endpoint_ids(self) -> tuple[int, ...]:
+        return tuple(i for group in self.groups for i in group.endpoint_ids)
+
+    @property
+    def instances(self) -> tuple[str, ...]:
+        return tuple(i for group in self.groups for i in group.instances)
+
+    @property
+    def candidates(self) -> int:
+        """Endpoints of the key's kind in the scope: those read plus those missing it."""
+        return len(self.endpoint_ids) + len(self.missing)
+
+    @property
+    def coverage_note(self) -> str | None:
+        """ "2 of 4 replicas: a:1 exposes ..." when some endpoints of the scope are not read."""
+        if not self.missing:
+            return None
+        why = "; ".join(f"{instance} {reason}" for instance, reason in self.missing)
+        return f"{self.key}: {len(self.endpoint_ids)} of {self.candidates} endpoints: {why}"
 
 
 @dataclass(frozen=True)
@@ -103,34 +149,76 @@ def _resolve_key(key: str, inventories: ScopedInventories) -> ResolvedKey | Quer
     kind = ENDPOINT_KIND_FOR_SOURCE[entry.source_kind]
     candidates = inventories.of_kind(kind)
     exposed = inventories.exposed(kind)
-    resolution = resolve(key, exposed)
-    if resolution.name is None:
-        return unavailable(resolution.reason or "not-exposed", f"{key}: {resolution.message}")
-    ids: list[int] = []
-    instances: list[str] = []
+    overall = resolve(key, exposed)
+    if overall.name is None:
+        return unavailable(overall.reason or "not-exposed", f"{key}: {overall.message}")
+    # Endpoints with the same inventory share one decoded families dict (scope_endpoints
+    # decodes each distinct text once), so most endpoints resolve from this memo.
+    by_families: dict[int, Resolution] = {}
+    members: dict[str, list[ScopedEndpoint]] = {}
+    fallback: dict[str, bool] = {}
+    missing: list[tuple[str, str]] = []
     edge_sets: list[frozenset[float]] = []
+    edges_by_instance: dict[str, tuple[float, ...]] = {}
     problems: list[str] = []
     for endpoint in candidates:
-        family = _family_of(resolution.name, entry.type, endpoint.families)
-        if not isinstance(family, Mapping):
+        resolution = by_families.get(id(endpoint.families))
+        if resolution is None:
+            resolution = by_families[id(endpoint.families)] = resolve(key, endpoint.families.keys())
+        family = None
+        if resolution.name is not None:
+            family = _family_of(resolution.name, entry.type, endpoint.families)
+        if not isinstance(family, Mapping) or resolution.name is None:
+            missing.append((endpoint.instance, _missing_reason(resolution)))
             continue
-        ids.append(endpoint.endpoint_id)
-        instances.append(endpoint.instance)
+        members.setdefault(resolution.name, []).append(endpoint)
+        fallback[resolution.name] = resolution.status == "fallback"
         if family.get("buckets"):
-            edge_sets.append(frozenset(float(b) for b in family["buckets"]))
+            edges = frozenset(float(b) for b in family["buckets"])
+            edge_sets.append(edges)
+            edges_by_instance[endpoint.instance] = tuple(sorted(edges))
         problems.extend(str(p) for p in family.get("problems") or ())
+    preference = {metric.name: i for i, metric in enumerate(entry.names)}
+    groups = tuple(
+        NameGroup(
+            name,
+            tuple(e.endpoint_id for e in endpoints),
+            tuple(e.instance for e in endpoints),
+            fallback[name],
+        )
+        for name, endpoints in sorted(members.items(), key=lambda m: preference.get(m[0], 99))
+    )
     common = frozenset.intersection(*edge_sets) if edge_sets else frozenset()
     return ResolvedKey(
         key=key,
-        name=resolution.name,
         type=entry.type,
-        endpoint_ids=tuple(ids),
-        instances=tuple(instances),
+        groups=groups,
         buckets=tuple(sorted(common)),
-        message=f"{key}: {resolution.message}",
-        fallback=resolution.status == "fallback",
+        message=_message(key, groups, overall),
+        fallback=any(group.fallback for group in groups),
         problems=tuple(dict.fromkeys(problems)),
+        missing=tuple(missing),
+        edges_by_instance=edges_by_instance,
     )
+
+
+def _missing_reason(resolution: Resolution) -> str:
+    if resolution.name is None:
+        return f"exposes no {resolution.key} metric ({resolution.message})"
+    return f"exposes no {resolution.key} metric"
+
+
+def _message(key: str, groups: tuple[NameGroup, ...], overall: Resolution) -> str:
+    """What the user is told about the names read: the catalog's word when one name serves
+    the whole scope, else which name each part of the scope is read under."""
+    if len(groups) == 1:
+        return f"{key}: {overall.message}"
+    parts = ", ".join(
+        f"{group.name} on {len(group.instances)} endpoint{'s' if len(group.instances) > 1 else ''}"
+        + (" (older name)" if group.fallback else "")
+        for group in groups
+    )
+    return f"{key}: read under {len(groups)} names, one per endpoint: {parts}"
 
 
 def plan_query(
@@ -164,5 +252,7 @@ def plan_query(
         keys[key] = resolved
         if resolved.fallback:
             warnings.append(resolved.message)
+        if resolved.coverage_note is not None:
+            warnings.append(resolved.coverage_note)
         warnings.extend(f"{resolved.name}: {p}" for p in resolved.problems)
     return Plan(spec, bounded, scope.model_name, keys, tuple(dict.fromkeys(warnings)))

@@ -31,17 +31,30 @@ def finite_or_none(value: float | None) -> float | None:
 
 @dataclass(frozen=True)
 class ResultSeries:
-    """One series on the window's step grid: `values[i]` is None where there is no value."""
+    """One series on the window's step grid: `values[i]` is None where there is no value.
+
+    A quantile from buckets also carries the bucket each value fell in: `lower[i]` and
+    `upper[i]`. Past the last finite edge there is no value, only a lower bound:
+    `values[i]` and `upper[i]` are None and `lower[i]` is the edge it exceeds.
+    """
 
     labels: Mapping[str, str]
     timestamps: tuple[float, ...]
     values: tuple[float | None, ...]
+    lower: tuple[float | None, ...] | None = None
+    upper: tuple[float | None, ...] | None = None
 
     def __post_init__(self) -> None:
         if len(self.timestamps) != len(self.values):
             raise ValueError("ResultSeries: timestamps and values differ in length")
         object.__setattr__(self, "labels", dict(self.labels))
         object.__setattr__(self, "values", tuple(finite_or_none(v) for v in self.values))
+        for side in ("lower", "upper"):
+            bound = getattr(self, side)
+            if bound is not None:
+                if len(bound) != len(self.values):
+                    raise ValueError(f"ResultSeries: {side} and values differ in length")
+                object.__setattr__(self, side, tuple(finite_or_none(v) for v in bound))
 
     @classmethod
     def from_points(
@@ -53,10 +66,16 @@ class ResultSeries:
 
     @classmethod
     def from_array(
-        cls, labels: Mapping[str, str], grid: tuple[float, ...], values: np.ndarray
+        cls,
+        labels: Mapping[str, str],
+        grid: tuple[float, ...],
+        values: np.ndarray,
+        *,
+        bounds: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> ResultSeries:
         """From a float array on `grid` (NaN or infinite = gap), cleaned in one numpy pass:
-        the per-value check of the constructor dominated an overview's conversion time."""
+        the per-value check of the constructor dominated an overview's conversion time.
+        `bounds`: the (lower, upper) edges of each value's bucket, for quantiles."""
         array = np.asarray(values, dtype=float)
         if array.shape != (len(grid),):
             raise ValueError("ResultSeries: timestamps and values differ in length")
@@ -74,6 +93,11 @@ class ResultSeries:
         object.__setattr__(series, "labels", dict(labels))
         object.__setattr__(series, "timestamps", grid)
         object.__setattr__(series, "values", tuple(cleaned))
+        lower = upper = None
+        if bounds is not None:
+            lower, upper = (_cleaned(np.asarray(side, dtype=float)) for side in bounds)
+        object.__setattr__(series, "lower", lower)
+        object.__setattr__(series, "upper", upper)
         _keep_floats(series, floats)
         return series
 
@@ -96,11 +120,19 @@ class ResultSeries:
         return [v for v in self.values if v is not None]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        found: dict[str, Any] = {
             "labels": dict(self.labels),
             "timestamps": list(self.timestamps),
             "values": list(self.values),
         }
+        if self.lower is not None and self.upper is not None:
+            found["lower"] = list(self.lower)
+            found["upper"] = list(self.upper)
+        return found
+
+
+def _cleaned(array: np.ndarray) -> tuple[float | None, ...]:
+    return tuple(float(v) if np.isfinite(v) else None for v in array.tolist())
 
 
 def _keep_floats(series: ResultSeries, floats: np.ndarray) -> np.ndarray:

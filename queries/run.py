@@ -4,34 +4,97 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Literal
 
 from django.conf import settings
 
 from inventory.store import StoreWindow
 from queries.buckets import common_edges_only
-from queries.local import run_local, store_needs
+from queries.local import LOOKBACK_SECONDS, run_local, store_needs
 from queries.plan import Plan, plan_query, scoped_inventories
-from queries.promql import run_prometheus
+from queries.promql import Fetched, compile_plan, failed_scrapes, fetch, result_from
 from queries.result import QueryResult, failed
-from queries.spec import Scope, Spec, Window
+from queries.spec import Gauge, Scope, Spec, Window, spec_leaves
 
 Backend = Literal["local", "prometheus"]
 # Enough to send a panel page's queries in one parallel round-trip, few enough to be polite.
 MAX_PARALLEL_QUERIES = 8
 
 
+def _finished(plan: Plan, result: QueryResult) -> QueryResult:
+    """What both backends do last: keep shared bucket edges, and say `partial` when some
+    endpoints of the scope expose none of a key's names (the plan's warnings name them)."""
+    result = common_edges_only(plan, result)
+    if result.status == "ok" and any(key.missing for key in plan.keys.values()):
+        return replace(result, status="partial")
+    return result
+
+
 def _execute(plan: Plan, backend: Backend, store: StoreWindow | None = None) -> QueryResult:
     if backend == "local":
-        return common_edges_only(plan, run_local(plan, store))
-    if not settings.PROMETHEUS_URL:
-        return failed("no-prometheus", "PROMETHEUS_URL is not set", plan.resolved_name)
-    result = run_prometheus(
-        plan,
-        base_url=settings.PROMETHEUS_URL,
-        timeout_seconds=settings.PROMETHEUS_TIMEOUT_SECONDS,
+        return _finished(plan, run_local(plan, store))
+    return _run_on_prometheus({"": plan})[""]
+
+
+def _reach(plan: Plan) -> float:
+    """How far before the window the plan's specs look (ranges; the gauge lookback)."""
+    return max(
+        LOOKBACK_SECONDS if isinstance(spec, Gauge) else spec.window_seconds
+        for spec in spec_leaves(plan.spec)
     )
-    return common_edges_only(plan, result)
+
+
+def _run_on_prometheus(plans: Mapping[str, Plan]) -> dict[str, QueryResult]:
+    """Compile every plan, send each distinct PromQL once (p50, p90 and p99 of a histogram
+    share their bucket rates), read `up` once for the page's instances, and build each
+    plan's result from the shared answers."""
+    if not settings.PROMETHEUS_URL:
+        return {
+            name: failed("no-prometheus", "PROMETHEUS_URL is not set", plan.resolved_name)
+            for name, plan in plans.items()
+        }
+    base_url = settings.PROMETHEUS_URL
+    timeout = settings.PROMETHEUS_TIMEOUT_SECONDS
+    compiled = {name: compile_plan(plan) for name, plan in plans.items()}
+    distinct = list(dict.fromkeys((c.promql, plans[n].window) for n, c in compiled.items()))
+    instances = sorted(
+        {i for plan in plans.values() for k in plan.keys.values() for i in k.instances}
+    )
+    widest = max(plans.values(), key=lambda plan: plan.window.end - plan.window.start)
+    reach = max(_reach(plan) for plan in plans.values())
+
+    def up() -> dict[str, int]:
+        return failed_scrapes(
+            instances, widest.window, reach, base_url=base_url, timeout_seconds=timeout
+        )
+
+    def one(key: tuple[str, Window]) -> Fetched:
+        return fetch(key[0], key[1], base_url=base_url, timeout_seconds=timeout)
+
+    workers = max(1, min(MAX_PARALLEL_QUERIES, len(distinct) + 1))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="promql") as pool:
+        failures = pool.submit(up)
+        answers = dict(zip(distinct, pool.map(one, distinct), strict=True))
+        failed_by_instance = failures.result()
+    results = {}
+    for name, plan in plans.items():
+        key = (compiled[name].promql, plan.window)
+        result = result_from(plan, compiled[name], answers[key])
+        results[name] = _finished(plan, _with_failed_scrapes(plan, result, failed_by_instance))
+    return results
+
+
+def _with_failed_scrapes(plan: Plan, result: QueryResult, failed: Mapping[str, int]) -> QueryResult:
+    """The local backend's `partial` for failed scrapes, from Prometheus' `up`."""
+    if not result.has_data:
+        return result
+    read = {i for key in plan.keys.values() for i in key.instances}
+    found = sorted((i, n) for i, n in failed.items() if i in read)
+    if not found:
+        return result
+    notes = tuple(f"{i}: {n} failed scrape(s) in the window, shown as gaps" for i, n in found)
+    return replace(result, status="partial", warnings=(*result.warnings, *notes))
 
 
 def run_query(spec: Spec, *, scope: Scope, window: Window, backend: Backend) -> QueryResult:
@@ -73,11 +136,6 @@ def run_queries(
     if backend == "local":
         store = StoreWindow.covering(need for plan in todo.values() for need in store_needs(plan))
         results.update({name: _execute(plan, backend, store) for name, plan in todo.items()})
-    elif len(todo) <= 1:
-        results.update({name: _execute(plan, backend) for name, plan in todo.items()})
-    else:
-        workers = min(MAX_PARALLEL_QUERIES, len(todo))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="promql") as pool:
-            futures = {name: pool.submit(_execute, plan, backend) for name, plan in todo.items()}
-            results.update({name: future.result() for name, future in futures.items()})
+    elif todo:
+        results.update(_run_on_prometheus(todo))
     return {name: results[name] for name in specs}

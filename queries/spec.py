@@ -209,6 +209,13 @@ def spec_by(spec: Spec) -> tuple[str, ...]:
     return spec.by
 
 
+def spec_leaves(spec: Spec) -> tuple[Rate | Quantile | Mean | FractionBelow | Gauge, ...]:
+    """The specs a spec is made of (a Ratio's two sides, recursively), numerator first."""
+    if isinstance(spec, Ratio):
+        return spec_leaves(spec.numerator) + spec_leaves(spec.denominator)
+    return (spec,)
+
+
 def spec_keys(spec: Spec) -> tuple[str, ...]:
     """Every catalog key a spec reads, numerator first."""
     if isinstance(spec, Ratio):

@@ -10,6 +10,6 @@ handling, `histogram_quantile` interpolation, instant lookback, grouping);
 from __future__ import annotations
 
 from queries.local.backend import run_local, store_needs
-from queries.local.functions import parse_le
+from queries.local.functions import LOOKBACK_SECONDS
 
-__all__ = ["parse_le", "run_local", "store_needs"]
+__all__ = ["LOOKBACK_SECONDS", "run_local", "store_needs"]

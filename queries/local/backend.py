@@ -10,24 +10,25 @@ per-call overhead was a tenth of a render, so they are done in numpy here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
 
 from inventory.store import LabelSet, ReadNeed, SeriesChunk, StoreWindow
+from queries.histogram_math import parse_le
 from queries.local.functions import (
     LOOKBACK_SECONDS,
-    bucket_quantiles,
     counter_deltas_rows,
     group_reduce,
     group_sums,
     instant_values_rows,
-    parse_le,
 )
 from queries.local.histogram_checks import BadHistogram, check_counts, check_histograms
-from queries.plan import Plan, ResolvedKey
+from queries.plan import NameGroup, Plan, ResolvedKey
 from queries.promql import bracket, bracket_warning
+from queries.quantiles import dropped_edges_warning, quantiles_from_buckets
 from queries.result import QueryResult, ResultSeries, Status, unavailable
 from queries.spec import (
     FractionBelow,
@@ -127,10 +128,11 @@ def _reach(spec: Rate | Quantile | Mean | FractionBelow | Gauge) -> float:
     return LOOKBACK_SECONDS if isinstance(spec, Gauge) else spec.window_seconds
 
 
-def _need(plan: Plan, resolved: ResolvedKey, names: set[str], reach: float) -> ReadNeed:
+def _need(plan: Plan, group: NameGroup, suffixes: Iterable[str], reach: float) -> ReadNeed:
+    """What reading one name group of a key takes: its endpoints, under its own name."""
     start, end = plan.window.widened_by(reach)
-    endpoints = dict(zip(resolved.endpoint_ids, resolved.instances, strict=True))
-    return ReadNeed(endpoints, frozenset(names), start, end)
+    endpoints = dict(zip(group.endpoint_ids, group.instances, strict=True))
+    return ReadNeed(endpoints, frozenset(group.name + s for s in suffixes), start, end)
 
 
 def store_needs(plan: Plan) -> list[ReadNeed]:
@@ -143,8 +145,8 @@ def store_needs(plan: Plan) -> list[ReadNeed]:
             pending += [spec.numerator, spec.denominator]
             continue
         resolved = plan.keys[spec.key]
-        names = {resolved.name + suffix for suffix in _suffixes(spec, resolved)}
-        needs.append(_need(plan, resolved, names, _reach(spec)))
+        suffixes = _suffixes(spec, resolved)
+        needs += [_need(plan, group, suffixes, _reach(spec)) for group in resolved.groups]
     return needs
 
 
@@ -155,6 +157,8 @@ class Evaluator:
         self.steps = np.array(plan.window.timestamps())
         self.warnings: list[str] = []
         self.failed: dict[str, int] = {}
+        # Quantile results: the bucket each value fell in, by output label set.
+        self.bounds: dict[LabelSet, tuple[np.ndarray, np.ndarray]] = {}
 
     def cached(self, key: Hashable, compute: Callable[[], T]) -> T:
         """`compute()` once per shared store window: p50, p90 and p99 of one histogram read,
@@ -176,23 +180,28 @@ class Evaluator:
         return value
 
     def read(
-        self, resolved: ResolvedKey, names: set[str], spec: Spec, reach: float
+        self, resolved: ResolvedKey, suffix: str, spec: Spec, reach: float
     ) -> tuple[SeriesChunk, ...]:
-        """Samples of `names` reaching `reach` seconds before the window (range or lookback)."""
-        need = _need(self.plan, resolved, names, reach)
+        """Samples of the key's `suffix` series reaching `reach` seconds before the window
+        (range or lookback): every name group under its own name, chunks of all groups
+        together (each endpoint is in one group, so nothing is read twice)."""
         if self.store is None:
             self.store = StoreWindow.covering(store_needs(self.plan))
         store = self.store
         assert store is not None  # a plan always reads something
         match = getattr(spec, "match", ())
-        key = ("read", tuple(need.endpoints.items()), need.names, need.start, need.end,
-               self.plan.model_name, match)  # fmt: skip
-        read = self.cached(
-            key, lambda: store.chunks(need, model_name=self.plan.model_name, match=match)
-        )
-        for instance, count in read.failed_scrapes.items():
-            self.failed[instance] = max(self.failed.get(instance, 0), count)
-        return read.chunks
+        chunks: list[SeriesChunk] = []
+        for group in resolved.groups:
+            need = _need(self.plan, group, (suffix,), reach)
+            key = ("read", tuple(need.endpoints.items()), need.names, need.start, need.end,
+                   self.plan.model_name, match)  # fmt: skip
+            read = self.cached(
+                key, partial(store.chunks, need, model_name=self.plan.model_name, match=match)
+            )
+            for instance, count in read.failed_scrapes.items():
+                self.failed[instance] = max(self.failed.get(instance, 0), count)
+            chunks.extend(read.chunks)
+        return tuple(chunks)
 
     def deltas(
         self, chunks: Sequence[SeriesChunk], spec: Rate | Quantile | Mean | FractionBelow,
@@ -234,8 +243,7 @@ class Evaluator:
     def ranged(
         self, spec: Rate | Quantile | Mean | FractionBelow, suffix: str
     ) -> tuple[SeriesChunk, ...]:
-        resolved = self.plan.keys[spec.key]
-        return self.read(resolved, {resolved.name + suffix}, spec, spec.window_seconds)
+        return self.read(self.plan.keys[spec.key], suffix, spec, spec.window_seconds)
 
     def evaluate(self, spec: Spec) -> Vectors:
         if isinstance(spec, Ratio):
@@ -258,8 +266,7 @@ class Evaluator:
         if isinstance(spec, FractionBelow):
             return self.fraction(spec)
         if isinstance(spec, Gauge):
-            resolved = self.plan.keys[spec.key]
-            chunks = self.read(resolved, {resolved.name}, spec, LOOKBACK_SECONDS)
+            chunks = self.read(self.plan.keys[spec.key], "", spec, LOOKBACK_SECONDS)
             return aggregate_parts(self.instant(chunks), spec.by, spec.agg)
         raise TypeError(f"not a query spec: {type(spec).__name__}")
 
@@ -278,7 +285,7 @@ class Evaluator:
 
     def histogram_key(self, spec: Quantile | FractionBelow | Mean) -> tuple[Any, ...]:
         resolved = self.plan.keys[spec.key]
-        return (resolved.name, resolved.endpoint_ids, spec.window_seconds, spec.match,
+        return (resolved.names, resolved.endpoint_ids, spec.window_seconds, spec.match,
                 self.plan.model_name, self.plan.window)  # fmt: skip
 
     def buckets(self, spec: Quantile | FractionBelow) -> tuple[SeriesChunk, ...]:
@@ -300,25 +307,13 @@ class Evaluator:
             ("per_le", by, *self.histogram_key(spec)),
             lambda: aggregate_parts(self.deltas(chunks, spec), by),
         )
-        groups: dict[LabelSet, list[tuple[float, np.ndarray]]] = {}
-        for key, values in per_le.items():
-            labels = dict(key)
-            edge = parse_le(labels.pop("le", "nan"))
-            groups.setdefault(_group_key(labels, spec.by), []).append((edge, values))
-        # Groups with the same edges (every model of a fleet, usually) go through in one
-        # pass: each row (a step of a group) is interpolated on its own.
-        same_edges: dict[tuple[float, ...], list[tuple[LabelSet, np.ndarray]]] = {}
-        for key, buckets in groups.items():
-            edges = tuple(edge for edge, _ in buckets)
-            matrix = np.column_stack([values for _, values in buckets])
-            same_edges.setdefault(edges, []).append((key, matrix))
-        result: Vectors = {}
-        for edges, members in same_edges.items():
-            found = bucket_quantiles(spec.q, edges, np.vstack([m for _, m in members]))
-            steps = len(self.steps)
-            for i, (key, _) in enumerate(members):
-                result[key] = found[i * steps : (i + 1) * steps]
-        return result
+        resolved = self.plan.keys[spec.key]
+        found = quantiles_from_buckets(spec.q, per_le, spec.by, resolved)
+        warning = dropped_edges_warning(resolved.name, found.dropped)
+        if warning is not None:
+            self.warnings.append(warning)
+        self.bounds.update(found.bounds)
+        return found.values
 
     def fraction_at(
         self, spec: FractionBelow, edge: float, chunks: Sequence[SeriesChunk]
@@ -409,10 +404,11 @@ def run_local(plan: Plan, store: StoreWindow | None = None) -> QueryResult:
     except BadHistogram as exc:
         return unavailable("bad-histogram", f"percentile unavailable: {exc}", plan.resolved_name)
     grid = tuple(float(t) for t in evaluator.steps)
+    bounds = evaluator.bounds if isinstance(plan.spec, Quantile) else {}
     series = tuple(
-        ResultSeries.from_array(dict(key), grid, values)
+        ResultSeries.from_array(dict(key), grid, values, bounds=bounds.get(key))
         for key, values in sorted(vectors.items())
-        if np.isfinite(values).any()
+        if np.isfinite(values).any() or key in bounds and np.isfinite(bounds[key][0]).any()
     )
     warnings = list(plan.warnings) + list(dict.fromkeys(evaluator.warnings))
     warnings += [

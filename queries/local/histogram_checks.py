@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from inventory.store import LabelSet, SeriesChunk
-from queries.local.functions import parse_le
+from queries.histogram_math import parse_le
 
 # `_count` and the `+Inf` bucket are the same number; allow only float summation noise.
 COUNT_RELATIVE_TOLERANCE = 1e-9

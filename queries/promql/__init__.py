@@ -3,7 +3,17 @@ selectors in `text`) and run on Prometheus' HTTP API (`backend`)."""
 
 from __future__ import annotations
 
-from queries.promql.backend import run_prometheus
-from queries.promql.compile import bracket, bracket_warning, compile_plan
+from queries.promql.backend import Fetched, failed_scrapes, fetch, result_from, run_prometheus
+from queries.promql.compile import Compiled, bracket, bracket_warning, compile_plan
 
-__all__ = ["bracket", "bracket_warning", "compile_plan", "run_prometheus"]
+__all__ = [
+    "Compiled",
+    "Fetched",
+    "bracket",
+    "bracket_warning",
+    "compile_plan",
+    "failed_scrapes",
+    "fetch",
+    "result_from",
+    "run_prometheus",
+]

@@ -6,17 +6,29 @@ the plan and the HTTP client in `inventory.prometheus`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from inventory.prometheus import PrometheusError, prometheus_query_range
+from inventory.prometheus import (
+    PrometheusAnswer,
+    PrometheusError,
+    prometheus_query,
+    prometheus_query_range,
+)
 from queries.plan import Plan
-from queries.promql.compile import compile_plan
+from queries.promql.compile import Compiled, compile_plan
+from queries.promql.text import any_of_regex, duration, matcher, selector
+from queries.quantiles import dropped_edges_warning, quantiles_from_buckets
 from queries.result import QueryResult, ResultSeries, failed, unavailable
+from queries.spec import Quantile, Window
 
 # More series than a panel can show is a cardinality accident; cap it client-side (D26).
 MAX_SERIES = 500
+# A quantile's answer is its bucket rates (edges x groups); cutting it would corrupt them.
+MAX_BUCKET_SERIES = 500 * 64
 
 
 def points_by_ms(values: list[Any]) -> dict[int, float]:
@@ -52,37 +64,65 @@ def on_grid(values: list[Any], grid_ms: np.ndarray) -> np.ndarray:
     return out
 
 
-def run_prometheus(plan: Plan, *, base_url: str, timeout_seconds: float) -> QueryResult:
-    compiled = compile_plan(plan)
-    window = plan.window
+@dataclass(frozen=True)
+class Fetched:
+    """One range query's answer, or how it failed: shared by every plan compiled to it."""
+
+    answer: PrometheusAnswer | None
+    error: PrometheusError | None = None
+
+
+def fetch(promql: str, window: Window, *, base_url: str, timeout_seconds: float) -> Fetched:
     try:
         answer = prometheus_query_range(
             base_url,
-            query=compiled.promql,
+            query=promql,
             start=window.start,
             end=window.end,
             step_seconds=window.step_seconds,
             timeout_seconds=timeout_seconds,
         )
     except PrometheusError as exc:
-        return failed(exc.reason, str(exc), plan.resolved_name)
+        return Fetched(None, exc)
+    return Fetched(answer)
+
+
+def run_prometheus(plan: Plan, *, base_url: str, timeout_seconds: float) -> QueryResult:
+    compiled = compile_plan(plan)
+    fetched = fetch(
+        compiled.promql, plan.window, base_url=base_url, timeout_seconds=timeout_seconds
+    )
+    return result_from(plan, compiled, fetched)
+
+
+def result_from(plan: Plan, compiled: Compiled, fetched: Fetched) -> QueryResult:
+    """The typed result of `plan` from the answer to its compiled PromQL."""
+    if fetched.answer is None:
+        assert fetched.error is not None
+        return failed(fetched.error.reason, str(fetched.error), plan.resolved_name)
+    answer = fetched.answer
+    window = plan.window
     warnings = [*plan.warnings, *compiled.warnings]
     grid = tuple(window.timestamps())
-    rows = sorted(answer.result, key=lambda row: sorted(row.get("metric", {}).items()))
-    if len(rows) > MAX_SERIES:
-        warnings.append(f"showing the first {MAX_SERIES} of {len(rows)} series")
-        rows = rows[:MAX_SERIES]
     grid_ms = np.array([round(t * 1000) for t in grid], dtype=np.int64)
-    series = []
-    for row in rows:
-        values = on_grid(row.get("values") or [], grid_ms)
-        if np.isfinite(values).any():
-            series.append(ResultSeries.from_array(dict(row.get("metric", {})), grid, values))
+    rows = sorted(answer.result, key=lambda row: sorted(row.get("metric", {}).items()))
+    limit = MAX_SERIES if compiled.quantile is None else MAX_BUCKET_SERIES
+    if len(rows) > limit:
+        warnings.append(f"showing the first {limit} of {len(rows)} series")
+        rows = rows[:limit]
+    if compiled.quantile is not None:
+        series = _quantile_series(plan, compiled.quantile, rows, grid, grid_ms, warnings)
+    else:
+        series = []
+        for row in rows:
+            values = on_grid(row.get("values") or [], grid_ms)
+            if np.isfinite(values).any():
+                series.append(ResultSeries.from_array(dict(row.get("metric", {})), grid, values))
     if not series:
         return unavailable(
             "no-data", f"no samples of {plan.resolved_name} in this window", plan.resolved_name
         )
-    partial = bool(answer.warnings) or len(answer.result) > MAX_SERIES
+    partial = bool(answer.warnings) or len(answer.result) > limit
     warnings.extend(f"prometheus: {w}" for w in answer.warnings)
     return QueryResult(
         "partial" if partial else "ok",
@@ -92,3 +132,66 @@ def run_prometheus(plan: Plan, *, base_url: str, timeout_seconds: float) -> Quer
         plan.message,
         tuple(dict.fromkeys(warnings)),
     )
+
+
+def _quantile_series(
+    plan: Plan,
+    q: float,
+    rows: list[dict[str, Any]],
+    grid: tuple[float, ...],
+    grid_ms: np.ndarray,
+    warnings: list[str],
+) -> list[ResultSeries]:
+    spec = plan.spec
+    assert isinstance(spec, Quantile)
+    per_le = {
+        tuple(sorted(dict(row.get("metric", {})).items())): on_grid(
+            row.get("values") or [], grid_ms
+        )
+        for row in rows
+    }
+    resolved = plan.keys[spec.key]
+    found = quantiles_from_buckets(q, per_le, spec.by, resolved)
+    warning = dropped_edges_warning(resolved.name, found.dropped)
+    if warning is not None:
+        warnings.append(warning)
+    return [
+        ResultSeries.from_array(dict(key), grid, values, bounds=found.bounds[key])
+        for key, values in sorted(found.values.items())
+        if np.isfinite(values).any() or np.isfinite(found.bounds[key][0]).any()
+    ]
+
+
+def failed_scrapes(
+    instances: Sequence[str], window: Window, reach_seconds: float, *, base_url: str,
+    timeout_seconds: float,
+) -> dict[str, int]:  # fmt: skip
+    """Failed scrapes per instance from Prometheus' own `up` over the window and `reach`
+    before it (what the local backend counts from the store's failed scrapes), so a page
+    says `partial` for the same reason whichever backend drew it. Empty when Prometheus
+    cannot say: the panels' own queries report that failure."""
+    if not instances:
+        return {}
+    span = (window.end - window.start).total_seconds() + reach_seconds
+    selector_text = selector("up", [matcher("instance", "=~", any_of_regex(sorted(instances)))])
+    promql = (
+        f"count_over_time({selector_text}[{duration(span)}])"
+        f" - sum_over_time({selector_text}[{duration(span)}])"
+    )
+    try:
+        answer = prometheus_query(
+            base_url, query=promql, at=window.end, timeout_seconds=timeout_seconds
+        )
+    except PrometheusError:
+        return {}
+    found: dict[str, int] = {}
+    for row in answer.result:
+        instance = str(row.get("metric", {}).get("instance", ""))
+        value = row.get("value") or (None, "nan")
+        try:
+            count = float(value[1])
+        except (TypeError, ValueError, IndexError):
+            continue
+        if instance and count >= 1:
+            found[instance] = max(found.get(instance, 0), int(count))
+    return found

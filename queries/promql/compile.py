@@ -1,7 +1,9 @@
 """Compiling query specs to PromQL (Prometheus semantics; the local backend mirrors them).
 
     Rate      sum by (b) (rate(name{sel}[w]))            Increase: increase(...)
-    Quantile  histogram_quantile(q, sum by (le, b) (rate(name_bucket{sel}[w])))
+    Quantile  sum by (le, b) (rate(name_bucket{sel}[w])): the bucket rates, from which
+              the backend computes the quantile and its bucket as the local backend does
+              (queries.quantiles), never more precise than the buckets
     Mean      sum by (b) (rate(name_sum{sel}[w])) / sum by (b) (rate(name_count{sel}[w]))
     Fraction  sum by (b) (rate(name_bucket{sel,le=~"1|1\\.0"}[w]))
                 / sum by (b) (rate(name_count{sel}[w]))
@@ -9,7 +11,11 @@
     Ratio     (numerator) / (denominator)
 
 `sel` always scopes to the instances of the fleet's endpoints that expose the
-name, plus the scope's model and the spec's `match`, every value escaped.
+name, plus the scope's model and the spec's `match`, every value escaped. A key
+that the scope's endpoints expose under several names (a fleet mid-upgrade) reads
+each name on its own endpoints and joins them with `or`:
+`rate(new{instance=~"a|b"}[w]) or rate(old{instance=~"c"}[w])`; an endpoint is in
+one group only, so nothing is counted twice.
 """
 
 from __future__ import annotations
@@ -17,13 +23,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from queries.plan import Plan, ResolvedKey
+from queries.plan import NameGroup, Plan
 from queries.promql.text import (
     any_of_regex,
     duration,
     le_matcher,
     matcher,
-    number,
     selector,
     string_literal,
 )
@@ -45,6 +50,9 @@ INF = float("inf")
 class Compiled:
     promql: str
     warnings: tuple[str, ...] = ()
+    # Set for a Quantile: the PromQL returns bucket rates by (le, *by); the backend
+    # computes this quantile from them.
+    quantile: float | None = None
 
 
 @dataclass(frozen=True)
@@ -84,10 +92,10 @@ class _Compiler:
         self.warnings: list[str] = []
 
     def matchers(
-        self, resolved: ResolvedKey, match: Mapping[str, str] | tuple[tuple[str, str], ...]
+        self, group: NameGroup, match: Mapping[str, str] | tuple[tuple[str, str], ...]
     ) -> list[str]:
         assert isinstance(match, tuple)  # a spec's __post_init__ makes `match` sorted pairs
-        found = [matcher("instance", "=~", any_of_regex(resolved.instances))]
+        found = [matcher("instance", "=~", any_of_regex(group.instances))]
         if self.plan.model_name is not None:
             found.append(matcher("model_name", "=", self.plan.model_name))
         found.extend(matcher(label, "=", value) for label, value in match)
@@ -98,8 +106,11 @@ class _Compiler:
         extra: Sequence[str] = (),
     ) -> str:  # fmt: skip
         resolved = self.plan.keys[spec.key]
-        sel = selector(resolved.name + suffix, [*self.matchers(resolved, spec.match), *extra])
-        return f"{func}({sel}[{duration(spec.window_seconds)}])"
+        return " or ".join(
+            f"{func}({selector(group.name + suffix, [*self.matchers(group, spec.match), *extra])}"
+            f"[{duration(spec.window_seconds)}])"
+            for group in resolved.groups
+        )
 
     def compile(self, spec: Spec) -> str:
         if isinstance(spec, Ratio):
@@ -111,8 +122,7 @@ class _Compiler:
                 suffix = "_bucket" if "le" in spec.by else "_count"
             return _aggregate("sum", spec.by, self.ranged(func, spec, suffix))
         if isinstance(spec, Quantile):
-            inner = _aggregate("sum", ("le", *spec.by), self.ranged("rate", spec, "_bucket"))
-            return f"histogram_quantile({number(spec.q)}, {inner})"
+            return _aggregate("sum", ("le", *spec.by), self.ranged("rate", spec, "_bucket"))
         if isinstance(spec, Mean):
             total = _aggregate("sum", spec.by, self.ranged("rate", spec, "_sum"))
             return f"{total} / {_aggregate('sum', spec.by, self.ranged('rate', spec, '_count'))}"
@@ -121,7 +131,12 @@ class _Compiler:
         if isinstance(spec, Gauge):
             resolved = self.plan.keys[spec.key]
             return _aggregate(
-                spec.agg, spec.by, selector(resolved.name, self.matchers(resolved, spec.match))
+                spec.agg,
+                spec.by,
+                " or ".join(
+                    selector(group.name, self.matchers(group, spec.match))
+                    for group in resolved.groups
+                ),
             )
         raise TypeError(f"not a query spec: {type(spec).__name__}")
 
@@ -147,4 +162,5 @@ def compile_plan(plan: Plan) -> Compiled:
     """The PromQL for a planned spec, with any warnings the compilation itself raised."""
     compiler = _Compiler(plan)
     text = compiler.compile(plan.spec)
-    return Compiled(text, tuple(compiler.warnings))
+    quantile = plan.spec.q if isinstance(plan.spec, Quantile) else None
+    return Compiled(text, tuple(compiler.warnings), quantile)

@@ -113,9 +113,13 @@
       table.columns.forEach(function (column) {
         var flag = (replica.flags || {})[column.id];
         var value = (replica.values || {})[column.id];
-        var td = cell(tr, formatValue(value, column.unit), flag ? "flag flag-" + flag : "");
+        var above = (replica.above || {})[column.id];
+        var text = above !== undefined ? "> " + formatValue(above, column.unit) : formatValue(value, column.unit);
+        var td = cell(tr, text, flag ? "flag flag-" + flag : "");
         if (flag) { td.title = (flag === "high" ? "high" : "low") + " against the fleet median"; }
-        if (value === null || value === undefined) { td.title = replica.state === "down" ? "replica down" : "no data"; }
+        if (above !== undefined) {
+          td.title = "past the last bucket edge (" + formatValue(above, column.unit) + "): only a lower bound is known";
+        } else if (value === null || value === undefined) { td.title = replica.state === "down" ? "replica down" : "no data"; }
       });
     });
     var medians = body.insertRow();

@@ -22,6 +22,7 @@ END = 300
 def replica_scrapes(
     *,
     slow: bool = False,
+    beyond: bool = False,
     waiting: Sequence[float] = (1,),
     kv: Sequence[float] = (0.3,),
     start: float = 0.0,
@@ -29,7 +30,8 @@ def replica_scrapes(
     reason: str = "stop",
 ) -> list:
     """Scrapes every 15 s for 5 minutes from `start` (seconds after T0): 1 request/s and
-    50 tokens/s per engine, every TTFT under 0.1 s (or, when `slow`, between 0.5 and 1 s)."""
+    50 tokens/s per engine, every TTFT under 0.1 s (or, when `slow`, between 0.5 and 1 s;
+    when `beyond`, above the last finite edge, 1 s)."""
     scrapes = []
     for t in range(0, END + 1, 15):
         samples: list = []
@@ -42,8 +44,8 @@ def replica_scrapes(
                 ("vllm:num_requests_waiting", labels, float(queued)),
                 ("vllm:kv_cache_usage_perc", labels, float(used)),
             ]
-            fast = 0.0 if slow else n
-            buckets = {"0.1": fast, "0.5": fast, "1.0": n, "+Inf": n}
+            fast = 0.0 if slow or beyond else n
+            buckets = {"0.1": fast, "0.5": fast, "1.0": 0.0 if beyond else n, "+Inf": n}
             samples += histogram(TTFT, labels, buckets, total=0.05 * n)
         scrapes.append((start + t, samples))
     return scrapes

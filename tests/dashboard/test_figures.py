@@ -163,7 +163,7 @@ def test_line_is_the_default_and_an_unknown_kind_is_refused() -> None:
     figure = panel_figure("line", phases([1, 1, 1], [2, 2, 2], [3, 3, 3]), unit="s").figure
     assert {t["mode"] for t in figure["data"]} == {"lines"}
     with pytest.raises(ValueError, match="unknown panel kind 'pie'"):
-        panel_figure("pie", {}, unit="s")  # type: ignore[arg-type]
+        panel_figure("pie", {}, unit="s")  # type: ignore[arg-type]  # bad kind on purpose
 
 
 # Timestamps that end in half a millisecond as well as arbitrary ones: round() rounds
@@ -227,3 +227,20 @@ def test_a_nan_or_infinite_layer_value_is_a_gap_in_the_whole_stack() -> None:
         ("run0", "prefill"): ([round(T[0] * 1000)], [2.0]),
         ("run0", "decode"): ([round(T[0] * 1000)], [3.0]),
     }
+
+
+def test_a_quantile_known_only_as_a_lower_bound_is_drawn_as_markers_at_the_edge() -> None:
+    series = ResultSeries(
+        {}, (0.0, 15.0, 30.0), (0.5, None, None), lower=(0.1, 10.0, None), upper=(1.0, None, None)
+    )
+    figure = line_figure({"p99": QueryResult("ok", (series,))}, unit="seconds")
+    line, bound = figure["data"]
+    assert line["y"] == [0.5, None, None]
+    assert bound["mode"] == "markers" and bound["name"] == "p99: above (lower bound)"
+    assert bound["y"] == [None, 10.0, None]
+
+
+def test_a_quantile_with_a_value_at_every_step_has_no_bound_markers() -> None:
+    series = ResultSeries({}, (0.0, 15.0), (0.5, 0.7), lower=(0.1, 0.5), upper=(1.0, 1.0))
+    figure = line_figure({"p99": QueryResult("ok", (series,))}, unit="seconds")
+    assert len(figure["data"]) == 1

@@ -100,6 +100,11 @@ def test_a_prometheus_outage_shows_since_when_and_each_panels_last_good_time(
 
 def matrix_of_ones(handler: BaseHTTPRequestHandler, warnings: list[str] | None = None) -> None:
     """A well-formed range answer: one series, 1.0 at every step of the asked window."""
+    if handler.path.startswith("/api/v1/query?"):  # the page's `up` check: every scrape well
+        json_answer(200, {"status": "success", "data": {"resultType": "vector", "result": []}})(
+            handler
+        )
+        return
     asked = parse_qs(urlsplit(handler.path).query)
     start, end, step = (float(asked[k][0]) for k in ("start", "end", "step"))
     values = []
@@ -188,6 +193,9 @@ def test_one_failing_query_leaves_the_other_panels_drawn(fleet: Fleet) -> None:
         assert panels[drawn]["status"] == "ok"
         assert panels[drawn]["figure"]["data"][0]["y"][0] == 1.0
     assert payload["source_state"]["status"] == "ok"
-    # The stand-in saw only read-only GETs of the range-query API.
-    assert {path.split("?")[0] for _, path in server.requests} == {"/api/v1/query_range"}
+    # The stand-in saw only read-only GETs of the query APIs (range queries and `up`).
+    assert {path.split("?")[0] for _, path in server.requests} == {
+        "/api/v1/query_range",
+        "/api/v1/query",
+    }
     assert {method for method, _ in server.requests} == {"GET"}

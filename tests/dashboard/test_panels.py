@@ -66,7 +66,7 @@ def test_a_heatmap_panel_takes_exactly_one_bucket_rate() -> None:
     with pytest.raises(ValueError, match="one Rate"):
         heatmap({"per bucket": Rate("prompt_len")})
     with pytest.raises(ValueError, match="kind must be one of"):
-        Panel("x", Group.TRAFFIC, "x", "tokens", {}, kind="pie")  # type: ignore[arg-type]
+        Panel("x", Group.TRAFFIC, "x", "tokens", {}, kind="pie")  # type: ignore[arg-type]  # bad kind on purpose
 
 
 def engine_scrape(i: int) -> list:

@@ -36,6 +36,18 @@ def test_a_slow_replica_is_flagged_against_the_fleet_median() -> None:
     assert rows["a:1"]["values"]["tokens"] == pytest.approx(50.0)
 
 
+def test_a_p99_past_the_last_bucket_edge_is_a_flagged_lower_bound_not_a_value() -> None:
+    fleet = fleet_named()
+    for name in ("a:1", "b:1", "c:1"):
+        replica(fleet, name)
+    replica(fleet, "d:1", beyond=True)
+    rows = rows_by_instance(replica_table(fleet, end=at(END), backend="local"))
+    assert rows["d:1"]["values"]["ttft_p99"] is None
+    assert rows["d:1"]["above"] == {"ttft_p99": 1.0}
+    assert rows["d:1"]["flags"] == {"ttft_p99": "high"}
+    assert rows["a:1"]["above"] == {}
+
+
 def test_data_parallel_engines_add_queues_and_take_the_fullest_kv_cache() -> None:
     fleet = fleet_named()
     replica(fleet, "dp:1", waiting=(2, 3), kv=(0.3, 0.6))

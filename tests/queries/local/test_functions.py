@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from queries.local.functions import bucket_quantile, counter_deltas, instant_values
+from queries.histogram_math import bucket_quantile
+from queries.local.functions import counter_deltas, instant_values
 
 INF = math.inf
 

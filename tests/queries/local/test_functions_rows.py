@@ -7,12 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from queries.local.functions import (
-    bucket_quantile,
-    bucket_quantiles,
-    counter_deltas,
-    counter_deltas_rows,
-)
+from queries.histogram_math import bucket_quantile, bucket_quantiles
+from queries.local.functions import counter_deltas, counter_deltas_rows
 
 INF = math.inf
 

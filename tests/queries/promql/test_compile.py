@@ -8,7 +8,7 @@ import pytest
 
 from inventory.catalog import MetricType
 from queries import FractionBelow, Gauge, Increase, Mean, Quantile, Rate, Ratio, Window
-from queries.plan import Plan, ResolvedKey
+from queries.plan import NameGroup, Plan, ResolvedKey
 from queries.promql.compile import compile_plan
 from queries.promql.text import duration, le_spellings, matcher, selector, string_literal
 from queries.spec import Spec
@@ -27,10 +27,10 @@ def compiled(spec: Spec, model_name: str | None = None) -> str:
     keys = {}
     for key in _keys(spec):
         name, type_ = NAMES[key]
+        group = NameGroup(name, (1, 2), ("10.0.0.1:8000", "10.0.0.2:8000"), False)
         keys[key] = ResolvedKey(
-            key, name, type_, (1, 2), ("10.0.0.1:8000", "10.0.0.2:8000"),
-            (0.25, 0.5, 1.0), f"{key}: uses {name}", False,
-        )  # fmt: skip
+            key, type_, (group,), (0.25, 0.5, 1.0), f"{key}: uses {name}", False
+        )
     window = Window(T0, T0 + timedelta(hours=1), 60)
     return compile_plan(Plan(spec, window, model_name, keys, ())).promql
 
@@ -61,10 +61,23 @@ def test_the_scope_model_and_match_values_become_escaped_equality_matchers() -> 
     )
 
 
-def test_quantile_groups_buckets_by_le_and_the_requested_labels() -> None:
+def test_a_quantile_asks_for_the_bucket_rates_by_le_and_the_requested_labels() -> None:
+    # The quantile and its bucket are computed from these, as the local backend does.
     assert compiled(Quantile("ttft", 0.95, by=("model_name",))) == (
-        "histogram_quantile(0.95, sum by (le, model_name) "
-        f"(rate(vllm:time_to_first_token_seconds_bucket{{{SEL}}}[300s])))"
+        f"sum by (le, model_name) (rate(vllm:time_to_first_token_seconds_bucket{{{SEL}}}[300s]))"
+    )
+
+
+def test_a_key_read_under_two_names_joins_each_names_endpoints_with_or() -> None:
+    new = NameGroup("vllm:kv_cache_usage_perc", (1,), ("10.0.0.1:8000",), False)
+    old = NameGroup("vllm:gpu_cache_usage_perc", (2,), ("10.0.0.2:8000",), True)
+    key = ResolvedKey("kv_usage", "gauge", (new, old), (), "kv_usage: two names", True)
+    window = Window(T0, T0 + timedelta(hours=1), 60)
+    plan = Plan(Gauge("kv_usage", agg="max", by=("instance",)), window, None, {"kv_usage": key}, ())
+    assert compile_plan(plan).promql == (
+        "max by (instance) ("
+        'vllm:kv_cache_usage_perc{instance=~"10\\\\.0\\\\.0\\\\.1:8000"} or '
+        'vllm:gpu_cache_usage_perc{instance=~"10\\\\.0\\\\.0\\\\.2:8000"})'
     )
 
 
