@@ -3,11 +3,11 @@
     .venv/bin/python benchmarks/overview.py [--replicas 32] [--hours 6] [--renders 15]
         [--database-url postgres://...] [--redis-url redis://127.0.0.1:6379/14]
 
-One fleetsim history (simulated time, 15 s steps) is written twice as it is
-generated: into the embedded store through the real record path
-(`inventory.services.cycle_record`, one transaction per cycle; each new
-layout and its inventory come from a real render + strict parse) and as
-OpenMetrics for `promtool tsdb create-blocks-from openmetrics`. Overviews show
+One fleetsim history (simulated time, 15 s steps) is written as OpenMetrics and
+loaded twice: into the embedded store by `import_history` (the live record path,
+`inventory.services.cycle_record`, one transaction per cycle; each new layout and
+its inventory from a strict parse) and into Prometheus by
+`promtool tsdb create-blocks-from openmetrics`. Overviews show
 the default view (last hour, 15 s step) at the end of the history.
 
 a. Local backend: overview_compute + overview_json, in a process set up as the
@@ -218,22 +218,23 @@ def query_count(prometheus: str) -> float:
     )
 
 
-def recorded_queries(fleet: Any, window: Any) -> list[list[dict[str, str]]]:
-    """The range queries an overview sends (PromQL, start, end and step, each with its own
-    window: the replica table asks for one point), as the outbound client's request hook
-    sees them, grouped per run_queries call, since each call goes out as one parallel
-    batch."""
+def recorded_queries(fleet: Any, window: Any) -> list[list[tuple[str, dict[str, str]]]]:
+    """The queries an overview sends, as the outbound client's request hook sees them:
+    each (API path, parameters), range queries with their own window (the replica table
+    asks for one point) and the instant `up` query, grouped per run_queries call, since
+    each call goes out as one parallel batch."""
     from dashboard import overview
     from inventory.scraping import REQUEST_OBSERVERS
 
     run_queries = overview.run_queries
-    groups: list[list[dict[str, str]]] = []
+    groups: list[list[tuple[str, dict[str, str]]]] = []
 
     def recording(method: str, url: str) -> None:
         parts = urlsplit(url)
-        if parts.path.endswith("/api/v1/query_range"):
-            sent = dict(parse_qsl(parts.query))
-            groups[-1].append({key: sent[key] for key in ("query", "start", "end", "step")})
+        for path, keys in QUERY_APIS.items():
+            if parts.path.endswith(path):
+                sent = dict(parse_qsl(parts.query))
+                groups[-1].append((path, {key: sent[key] for key in keys}))
 
     def batch(*args: Any, **kwargs: Any) -> Any:
         groups.append([])
@@ -248,12 +249,21 @@ def recorded_queries(fleet: Any, window: Any) -> list[list[dict[str, str]]]:
     return [group for group in groups if group]
 
 
-def plain_httpx(prometheus: str, groups: list[list[dict[str, str]]], workers: int) -> float:
+QUERY_APIS = {
+    "/api/v1/query_range": ("query", "start", "end", "step"),
+    "/api/v1/query": ("query", "time"),
+}
+
+
+def plain_httpx(
+    prometheus: str, groups: list[list[tuple[str, dict[str, str]]]], workers: int
+) -> float:
     started = time.perf_counter()
     with httpx.Client(timeout=30) as client:
 
-        def one(params: dict[str, str]) -> None:
-            answer = client.get(f"{prometheus}/api/v1/query_range", params=params)
+        def one(query: tuple[str, dict[str, str]]) -> None:
+            path, params = query
+            answer = client.get(f"{prometheus}{path}", params=params)
             assert answer.json()["status"] == "success"
 
         for group in groups:
@@ -275,7 +285,7 @@ def bench_prometheus(prometheus: str, fleet: Any, window: Any, renders: int) -> 
     drawn = sum(p["status"] in ("ok", "partial") for p in payload["panels"])
     ratio = statistics.median(ours) / statistics.median(base)
     print(f"\nb. prometheus backend, same overview ({drawn}/{len(payload['panels'])} panels "
-          f"drawn), {count} range queries in {len(groups)} batch(es) of up to "
+          f"drawn), {count} queries in {len(groups)} batch(es) of up to "
           f"{MAX_PARALLEL_QUERIES} in parallel, {renders} renders each")  # fmt: skip
     print(f"   fleetscope overview_compute + overview_json: {summary(ours)}")
     print(f"   baseline (same PromQL, plain httpx, same pool width): {summary(base)}")
