@@ -12,7 +12,7 @@ import pytest
 from django.test import override_settings
 
 from devtools.prometheus import binary, running_prometheus
-from inventory.models import Fleet
+from inventory.models import Fleet, ScrapeRun, ScrapeStatus
 from queries import Gauge, Quantile, QueryResult, Rate, Scope, Spec, Window, run_queries
 from tests.queries.storefill import Sample, at, endpoint_with_scrapes, fleet_named, histogram
 
@@ -185,3 +185,51 @@ def test_the_incident_replicas_p99_is_a_lower_bound_on_both_backends(
         fleet_p99 = results["ttft_p99"].series[0]
         assert fleet_p99.values[-1] is None and (fleet_p99.lower or ())[-1] == 10.0
         assert any("le=20, 40 not on every replica" in w for w in results["ttft_p99"].warnings)
+
+
+FLAKY_DOWN = 900  # the scrape at this offset failed
+
+
+def _flaky() -> list[tuple[float, list[Sample]]]:
+    m = {"model_name": "llama", "engine": "0"}
+    return [(float(s), [("vllm:kv_cache_usage_perc", m, 0.5)]) for s in STEPS if s != FLAKY_DOWN]
+
+
+@pytest.fixture(scope="module")
+def flaky_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    base = tmp_path_factory.mktemp("flaky")
+    text = _openmetrics({"flaky:1": _flaky()}).removesuffix("# EOF\n")
+    # Prometheus' own `up`: 0 for the failed scrape, as its scrape loop records it.
+    up = [
+        f'up{{instance="flaky:1",job="vllm"}} {0 if s == FLAKY_DOWN else 1} {at(s).timestamp():.3f}'
+        for s in STEPS
+    ]
+    (base / "fleet.om").write_text(text + "# TYPE up gauge\n" + "\n".join(up) + "\n# EOF\n")
+    subprocess.run(
+        [binary("promtool"), "tsdb", "create-blocks-from", "openmetrics",
+         str(base / "fleet.om"), str(base / "data")],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    config = base / "prometheus.yml"
+    config.write_text("global: {scrape_interval: 15s}\n")
+    with running_prometheus(config, base / "data", "--storage.tsdb.retention.time=100y") as url:
+        yield url
+
+
+def test_a_failed_scrape_makes_the_result_partial_on_both_backends(
+    flaky_prometheus: str,
+) -> None:
+    fleet = fleet_named("flaky")
+    endpoint = endpoint_with_scrapes(fleet, "flaky:1", _flaky(), types=TYPES)
+    ScrapeRun.objects.create(
+        endpoint=endpoint, started_at=at(FLAKY_DOWN), duration_seconds=0.01,
+        status=ScrapeStatus.FAILED, error_kind="refused", error="connection refused",
+    )  # fmt: skip
+    specs: dict[str, Spec] = {"kv": Gauge("kv_usage", agg="max")}
+    local = run_queries(specs, scope=Scope(fleet), window=WINDOW, backend="local")["kv"]
+    with override_settings(PROMETHEUS_URL=flaky_prometheus):
+        remote = run_queries(specs, scope=Scope(fleet), window=WINDOW, backend="prometheus")["kv"]
+    note = "flaky:1: 1 failed scrape(s) in the window, shown as gaps"
+    for result in (local, remote):
+        assert result.status == "partial"
+        assert note in result.warnings
