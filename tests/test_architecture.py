@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -561,3 +562,37 @@ def test_a_face_listing_a_name_it_lacks_is_reported(
         f"{face}/__init__.py:3: __all__ lists 'absent', which {face} does not define",
         f"{face}.bare: the face {face}.bare has no __all__",
     ]
+
+
+# Silenced type checks say which error and why, on the same line.
+
+IGNORE = re.compile(r"#\s*type:\s*ignore(?P<codes>\[[\w, -]+\])?(?P<rest>.*)$")
+
+
+def unexplained_type_ignores(root: Path, paths: Iterable[str]) -> list[str]:
+    found = []
+    for path in paths:
+        lines = (root / path).read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, start=1):
+            match = IGNORE.search(line)
+            if match is None:
+                continue
+            reason = match.group("rest").strip().lstrip("#").strip()
+            if not match.group("codes") or not reason:
+                found.append(f"{path}:{number}: {line.strip()}")
+    return found
+
+
+def test_every_silenced_type_check_names_its_error_and_says_why(tree: Tree) -> None:
+    # The pattern is spelled apart so this file's own source does not match it.
+    found = unexplained_type_ignores(tree.root, tree.paths)
+    assert not found, "type: " + "ignore without [code]  # reason:\n" + "\n".join(found)
+
+
+def test_an_unexplained_type_ignore_is_reported(tmp_path: Path) -> None:
+    marker = "type: " + "ignore"
+    (tmp_path / "a.py").write_text(
+        f"x = 1  # {marker}\ny = 2  # {marker}[misc]\nz = 3  # {marker}[misc]  # why\n"
+    )
+    found = unexplained_type_ignores(tmp_path, ["a.py"])
+    assert [f.split(":")[1] for f in found] == ["1", "2"]
