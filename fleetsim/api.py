@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
-from fleetsim.config import DIALECTS, DIALECTS_WITH_ENGINE_LABEL
+from fleetsim.config import check_dialects
 from fleetsim.families import FamiliesCollector, Family, render_go_style
 from fleetsim.fleet import FleetModel
 from fleetsim.replica import Replica
@@ -25,16 +25,20 @@ SAMPLE_EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z: fixed so samples are rep
 TICK_S = 0.5
 
 
-def check_options(*, replicas: int, dialect: str, dp: int, speed: float = 1.0) -> None:
+def check_options(
+    *,
+    replicas: int,
+    dialect: str,
+    dp: int,
+    speed: float = 1.0,
+    dialect_of: Mapping[int, str] | None = None,
+) -> None:
     """Reject what no real fleet could look like, with one clear sentence."""
     if replicas < 1:
         raise ValueError(f"--replicas must be at least 1, not {replicas}")
-    if dialect not in DIALECTS:
-        raise ValueError(f"unknown dialect {dialect!r} (choose from {', '.join(DIALECTS)})")
     if dp < 1:
         raise ValueError(f"--dp must be at least 1, not {dp}")
-    if dp > 1 and dialect not in DIALECTS_WITH_ENGINE_LABEL:
-        raise ValueError(f"--dp {dp} needs a dialect with the engine label, not {dialect!r}")
+    check_dialects(replicas, dialect, dialect_of, dp)
     if not speed > 0:
         raise ValueError(f"--speed must be positive, not {speed}")
 
@@ -182,16 +186,24 @@ def start_fleet(
     speed: float = 1.0,
     duration: float | None = None,
     targets: list[int] | None = None,
+    dialect_of: Mapping[int, str] | None = None,
 ) -> Fleet:
     """Serve a simulated fleet from background threads; see fleetsim.targets for ports.
 
+    `dialect_of` gives some replicas another dialect than `dialect` ({1: "v0"}).
     Raises ValueError (bad options, unknown scenario) or PortInUseError before
     anything is listening, so a failed start leaves nothing behind.
     """
-    check_options(replicas=replicas, dialect=dialect, dp=dp, speed=speed)
+    check_options(replicas=replicas, dialect=dialect, dp=dp, speed=speed, dialect_of=dialect_of)
     plan = port_plan(replicas, base_port)
     model = FleetModel(
-        replicas=replicas, dialect=dialect, dp=dp, seed=seed, epoch=time.time(), speed=speed
+        replicas=replicas,
+        dialect=dialect,
+        dialect_of=dialect_of,
+        dp=dp,
+        seed=seed,
+        epoch=time.time(),
+        speed=speed,
     )
     truth = install(model, scenario, at=at, duration=duration, targets=targets)
     servers: list[tuple[Slot, MetricsServer]] = []
@@ -204,7 +216,8 @@ def start_fleet(
         for _, server in servers:
             server.server_close()
         raise
-    run = {"replicas": replicas, "scenario": scenario, "at": at, "dialect": dialect, "dp": dp,
+    run = {"replicas": replicas, "scenario": scenario, "at": at, "dialect": dialect,
+           "dialect_of": {str(i): d for i, d in sorted((dialect_of or {}).items())}, "dp": dp,
            "seed": seed, "speed": speed}  # fmt: skip
     fleet = Fleet(model, servers, truth, run)
     fleet_ref.append(fleet)

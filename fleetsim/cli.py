@@ -49,9 +49,27 @@ def _targets_list(text: str) -> list[int]:
         ) from None
 
 
+def _dialect_of(text: str) -> dict[int, str]:
+    """`1=v0,2=v1-0.8` -> {1: "v0", 2: "v1-0.8"} (names are checked with the fleet's size)."""
+    mapping: dict[int, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        index, sep, dialect = part.partition("=")
+        if not sep or not index.strip().isdigit() or not dialect.strip():
+            raise argparse.ArgumentTypeError(
+                f"expected REPLICA=DIALECT pairs like 1=v0,2=v1-0.8 not {text!r}"
+            )
+        if int(index) in mapping:
+            raise argparse.ArgumentTypeError(f"replica {int(index)} is named twice in {text!r}")
+        mapping[int(index)] = dialect.strip()
+    return mapping
+
+
 def _fleet_options(p: argparse.ArgumentParser, *, scenario: bool = True) -> None:
     p.add_argument("--replicas", type=int, required=True, help="number of vLLM replicas")
     p.add_argument("--dialect", choices=DIALECTS, default="current", help="vLLM version to mimic")
+    p.add_argument("--dialect-of", type=_dialect_of, default={}, metavar="I=DIALECT,...",
+                   help="a dialect per replica for a mixed fleet, e.g. 1=v0,2=v1-0.8 "
+                   "(the others speak --dialect)")  # fmt: skip
     p.add_argument("--dp", type=int, default=1, help="data-parallel engines per replica")
     p.add_argument("--seed", type=int, default=0)
     if scenario:
@@ -152,6 +170,7 @@ def _serve(args: argparse.Namespace) -> int:
         speed=args.speed,
         duration=args.duration,
         targets=args.on,
+        dialect_of=args.dialect_of,
     )
     with fleet:
         # The manifest last: a reader waiting for it finds the file_sd already there.
@@ -160,17 +179,26 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"fleetsim: {args.replicas} replicas, scenario {m['incident']} "
               f"at {m['window']['start_offset_s']:g}s for "
               f"{m['window']['end_offset_s'] - m['window']['start_offset_s']:g}s, "
-              f"dialect {args.dialect}, speed {args.speed:g}x")  # fmt: skip
+              f"dialect {_dialects_line(args)}, speed {args.speed:g}x")  # fmt: skip
         for t in fleet.targets:
             name = f"r{t.replica}" if t.replica is not None else ""
             extra = ""
             if t.kind == "vllm" and t.replica is not None:
                 r = m["replicas"][t.replica]
                 extra = f"  {r['model_name']} on {r['tensor_parallel_size']}x {r['gpu']}"
+                if args.dialect_of:
+                    extra += f", {r['dialect']}"
             print(f"{t.kind:8s}{name:5s}{t.url}{extra}")
         print(f"file_sd: {file_sd_path}  manifest: {manifest_path}  (Ctrl-C stops)", flush=True)
         _wait_for_signal()
     return 0
+
+
+def _dialects_line(args: argparse.Namespace) -> str:
+    if not args.dialect_of:
+        return str(args.dialect)
+    others = ", ".join(f"r{i} {d}" for i, d in sorted(args.dialect_of.items()))
+    return f"{args.dialect} ({others})"
 
 
 def _wait_for_signal() -> None:
@@ -191,6 +219,7 @@ def _history(args: argparse.Namespace) -> int:
         duration=args.duration,
         targets=args.on,
         dialect=args.dialect,
+        dialect_of=args.dialect_of,
         dp=args.dp,
         seed=args.seed,
         end=args.end,
@@ -204,10 +233,18 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _targets(args: argparse.Namespace) -> int:
-    check_options(replicas=args.replicas, dialect=args.dialect, dp=args.dp)
+    check_options(
+        replicas=args.replicas, dialect=args.dialect, dp=args.dp, dialect_of=args.dialect_of
+    )
     if args.base_port == 0:
         raise ValueError("targets needs a fixed --base-port (free ports are only known to serve)")
-    model = FleetModel(replicas=args.replicas, dialect=args.dialect, dp=args.dp, seed=args.seed)
+    model = FleetModel(
+        replicas=args.replicas,
+        dialect=args.dialect,
+        dialect_of=args.dialect_of,
+        dp=args.dp,
+        seed=args.seed,
+    )
     slots = port_plan(args.replicas, args.base_port)
     text = json.dumps(file_sd([make_target(model, s, s.port) for s in slots]), indent=2)
     if args.out:

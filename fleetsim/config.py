@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from fleetsim.hardware import GPUS, MODELS, GpuSpec, ModelSpec, kv_capacity_tokens, smallest_tp
 
-DIALECTS = ("current", "v1-0.10", "v1-0.8", "v0")
+DIALECTS = ("current", "v1-0.10", "v1-0.8", "v0")  # newest first
 DIALECTS_WITH_ENGINE_LABEL = ("current", "v1-0.10")
 NAMESPACE = "llm-serving"
 DRIVER_VERSION = "570.133.20"
@@ -80,11 +81,17 @@ def build_replicas(
     n: int,
     *,
     dialect: str = "current",
+    dialect_of: Mapping[int, str] | None = None,
     dp: int = 1,
     seed: int = 0,
     max_model_len: int | None = None,
 ) -> list[ReplicaConfig]:
-    """The fleet's replicas, deterministic for a seed; GPUs packed onto 8-GPU nodes."""
+    """The fleet's replicas, deterministic for a seed; GPUs packed onto 8-GPU nodes.
+
+    Every replica speaks `dialect` unless `dialect_of` names another for its index
+    (a mixed fleet, as in the middle of a rollout).
+    """
+    dialect_of = dialect_of or {}
     rng = random.Random(f"layout:{seed}")
     replicas: list[ReplicaConfig] = []
     nodes: dict[str, list[int]] = {}  # gpu type -> GPUs used on each node so far
@@ -127,7 +134,7 @@ def build_replicas(
                 gpu=gpu,
                 tp=tp,
                 dp=dp,
-                dialect=dialect,
+                dialect=dialect_of.get(i, dialect),
                 pod=pod,
                 node=node,
                 gpus=slots,
@@ -135,6 +142,40 @@ def build_replicas(
             )
         )
     return replicas
+
+
+def older_dialect(dialect: str) -> str | None:
+    """The vLLM dialect released before `dialect`, or None for the oldest."""
+    i = DIALECTS.index(dialect)
+    return DIALECTS[i + 1] if i + 1 < len(DIALECTS) else None
+
+
+def check_dialects(
+    replicas: int, dialect: str, dialect_of: Mapping[int, str] | None, dp: int
+) -> None:
+    """Reject a dialect layout no real fleet could have, with one clear sentence."""
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r} (choose from {', '.join(DIALECTS)})")
+    for index, name in sorted((dialect_of or {}).items()):
+        if not 0 <= index < replicas:
+            raise ValueError(
+                f"--dialect-of names replica {index}, but the fleet has 0..{replicas - 1}"
+            )
+        if name not in DIALECTS:
+            raise ValueError(
+                f"--dialect-of {index}={name}: unknown dialect {name!r} "
+                f"(choose from {', '.join(DIALECTS)})"
+            )
+    if dp > 1:
+        for index in range(replicas):
+            name = (dialect_of or {}).get(index, dialect)
+            if name not in DIALECTS_WITH_ENGINE_LABEL:
+                which = (
+                    f"replica {index}'s dialect"
+                    if dialect_of and index in dialect_of
+                    else "a dialect"
+                )
+                raise ValueError(f"--dp {dp} needs {which} with the engine label, not {name!r}")
 
 
 def _with_max_model_len(dep: Deployment, value: int) -> Deployment:

@@ -1,9 +1,11 @@
 """A dcgm-exporter for one replica's GPUs, fed by the engines' simulated activity.
 
-Default counters of the reference (section 9.1), in the exporter's CSV order,
-with its label template: gpu, UUID, pci_bus_id, device, modelName, Hostname,
-DCGM_FI_DRIVER_VERSION, then attribute and pod-mapping labels sorted by name.
-Gauges describe the last collection interval, as the exporter's do.
+Default counters of the reference (section 9.1), in the exporter's CSV order, plus
+the four NVLink error totals the default CSV ships commented out (enabled here, as
+NVLink health monitoring needs them), with its label template: gpu, UUID,
+pci_bus_id, device, modelName, Hostname, DCGM_FI_DRIVER_VERSION, then attribute and
+pod-mapping labels sorted by name. Gauges describe the last collection interval, as
+the exporter's do; counters count since the node booted.
 """
 
 from __future__ import annotations
@@ -22,6 +24,24 @@ IDLE_SM_CLOCK = {"H100": 345, "A100": 210, "L40S": 210}
 CONTEXT_MIB = 520  # CUDA context of the serving process
 RESERVED_MIB = {"H100": 537, "A100": 0, "L40S": 451}
 XID_MESSAGES = {0: "No Error", 74: "NVLink Error"}
+# PCIe retries: link-level replays happen at the bit error rate the PCIe spec allows a
+# healthy link (1e-12), so a GPU shows a few since boot and more when PCIe gets busy.
+PCIE_BER = 1e-12
+PCIE_IDLE_BYTES_PER_S = (1.1e6, 2.3e6)  # (TX, RX): driver, telemetry and launch traffic
+PCIE_BYTES_PER_TOKEN = (24.0, 96.0)  # (TX, RX): sampled token ids out, inputs in
+# A degrading NVLink (not pinned by the reference; see fleetsim/README.md): its flits
+# fail CRC at this bit error rate, each failed flit is replayed, and the link drops
+# into recovery (retraining) this often. While it recovers, the hop's peer traffic
+# takes the PCIe path, so NVLink bytes fall and PCIe bytes rise on both of its ends.
+NVLINK_DEGRADED_BER = 1e-10
+NVLINK_DATA_CRC_SHARE = 0.3  # of the CRC errors, those in data (not flow-control) flits
+NVLINK_RECOVERY_EVERY_S = 20.0
+NVLINK_ERRORS = (
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+)
 
 FIELDS: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
@@ -40,6 +60,14 @@ FIELDS: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
     ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
     ("DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB)."),
+    # Commented out in the exporter's default CSV; help texts as that CSV words them.
+    ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter",
+     "Total number of NVLink flow-control CRC errors."),
+    ("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter",
+     "Total number of NVLink data CRC errors."),
+    ("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink retries."),
+    ("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter",
+     "Total number of NVLink recovery errors."),
     ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter",
      "Total number of NVLink bandwidth counters for all lanes."),
     ("DCGM_FI_DEV_VGPU_LICENSE_STATUS", "gauge", "vGPU License status"),
@@ -63,7 +91,10 @@ FIELDS: tuple[tuple[str, str, str], ...] = (
 
 
 class GpuState:
-    __slots__ = ("values", "energy_mj", "temp", "xid", "nvlink_kib", "last")
+    __slots__ = (
+        "values", "energy_mj", "temp", "xid", "nvlink_kib", "last", "pcie_bits",
+        "link_fault", "nvlink_errors",
+    )  # fmt: skip
 
     def __init__(self, temp: float) -> None:
         self.values: dict[str, float] = {}
@@ -72,6 +103,9 @@ class GpuState:
         self.xid = 0
         self.nvlink_kib = 0.0
         self.last = [0.0] * 5  # activity snapshot at the previous collection
+        self.pcie_bits = 0.0  # moved over PCIe since boot (replays follow from it)
+        self.link_fault = 0.0  # share of the time a failing NVLink spends in recovery
+        self.nvlink_errors = dict.fromkeys(NVLINK_ERRORS, 0.0)
 
 
 class DcgmExporter:
@@ -83,6 +117,7 @@ class DcgmExporter:
             # The energy counter runs since the node booted, days before the fleet started.
             uptime_s = (int(slot.uuid[4:12], 16) % 40 + 3) * 86400
             state.energy_mj = cfg.gpu.idle_watts * uptime_s * 1000.0
+            state.pcie_bits = 8 * sum(PCIE_IDLE_BYTES_PER_S) * uptime_s
         self.last_t = 0.0
         self.temp_offset = 0.0  # cooling trouble raises every target temperature
         self._tokens_seen: dict[int, float] = {}
@@ -91,6 +126,12 @@ class DcgmExporter:
     def set_xid(self, code: int, gpu_positions: list[int]) -> None:
         for pos in gpu_positions:
             self.gpus[pos].xid = code
+
+    def set_link_fault(self, share: float, gpu_positions: list[int]) -> None:
+        """The NVLink between these GPUs fails CRC checks and spends `share` of the time in
+        recovery (0 heals it)."""
+        for pos in gpu_positions:
+            self.gpus[pos].link_fault = share
 
     def sample(self, t: float) -> None:
         """Collect: turn activity since the last collection into the exporter's gauges."""
@@ -119,12 +160,29 @@ class DcgmExporter:
             state.energy_mj += power * dt * 1000.0
             target = AMBIENT_C + power * DEGREES_PER_WATT + self.temp_offset
             state.temp += (target - state.temp) * (1 - math.exp(-dt / THERMAL_TAU_S))
-            state.nvlink_kib += link / 1024.0
+            detour = 0.0
+            if state.link_fault and gpu.nvlink and link > 0:
+                # The failing link is one hop of the ring: half of this GPU's peer traffic.
+                hop = link / 2.0
+                detour = hop * state.link_fault
+                errors = state.nvlink_errors
+                crc = hop * (1.0 - state.link_fault) * 8 * NVLINK_DEGRADED_BER
+                errors[NVLINK_ERRORS[0]] += crc * (1 - NVLINK_DATA_CRC_SHARE)
+                errors[NVLINK_ERRORS[1]] += crc * NVLINK_DATA_CRC_SHARE
+                errors[NVLINK_ERRORS[2]] += crc  # every failed flit is replayed
+            if state.link_fault and gpu.nvlink:
+                state.nvlink_errors[NVLINK_ERRORS[3]] += dt / NVLINK_RECOVERY_EVERY_S
+            state.nvlink_kib += (link - detour) / 1024.0
             sm = gpu.sm_clock_mhz * clock_f if util > 0.02 else IDLE_SM_CLOCK[gpu.key]
             used = cfg.deployment.gpu_memory_utilization * gpu.memory_mib + CONTEXT_MIB
             used = used if replica.up else 0.0
             reserved = RESERVED_MIB[gpu.key]
             tokens_per_s = token_rate.get(rank, 0.0)
+            tx = PCIE_IDLE_BYTES_PER_S[0] + PCIE_BYTES_PER_TOKEN[0] * tokens_per_s
+            rx = PCIE_IDLE_BYTES_PER_S[1] + PCIE_BYTES_PER_TOKEN[1] * tokens_per_s
+            tx += detour / 2.0 / dt
+            rx += detour / 2.0 / dt
+            state.pcie_bits += 8 * (tx + rx) * dt
             state.values = {
                 "DCGM_FI_DEV_SM_CLOCK": round(sm),
                 "DCGM_FI_DEV_MEM_CLOCK": round(gpu.mem_clock_mhz * replica.mem_factor),
@@ -139,8 +197,8 @@ class DcgmExporter:
                 "DCGM_FI_PROF_GR_ENGINE_ACTIVE": round(util * 0.96, 6),
                 "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": round(tensor, 6),
                 "DCGM_FI_PROF_DRAM_ACTIVE": round(dram, 6),
-                "DCGM_FI_PROF_PCIE_TX_BYTES": round(1.1e6 + 24 * tokens_per_s),
-                "DCGM_FI_PROF_PCIE_RX_BYTES": round(2.3e6 + 96 * tokens_per_s),
+                "DCGM_FI_PROF_PCIE_TX_BYTES": round(tx),
+                "DCGM_FI_PROF_PCIE_RX_BYTES": round(rx),
             }
 
     def families(self) -> list[Family]:
@@ -173,4 +231,8 @@ class DcgmExporter:
             return round(state.energy_mj)
         if name == "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL":
             return round(state.nvlink_kib) if self.replica.cfg.gpu.nvlink else 0
+        if name == "DCGM_FI_DEV_PCIE_REPLAY_COUNTER":
+            return math.floor(state.pcie_bits * PCIE_BER)
+        if name in state.nvlink_errors:
+            return math.floor(state.nvlink_errors[name])
         return state.values.get(name, 0)

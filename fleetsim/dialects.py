@@ -9,6 +9,7 @@ Dialects (see fleetsim/README.md for the evidence behind each row):
 
 from __future__ import annotations
 
+from functools import cache
 from typing import NamedTuple
 
 from fleetsim.engine import Engine
@@ -152,8 +153,55 @@ LORA_SERIES_CAP = 256
 SLEEP_STATES = ("awake", "weights_offloaded", "discard_all")
 
 
+# The current name of a family -> the name older dialects expose it under (same meaning).
+OLD_NAMES = {
+    "vllm:kv_cache_usage_perc": "vllm:gpu_cache_usage_perc",
+    "vllm:inter_token_latency_seconds": "vllm:time_per_output_token_seconds",
+    "vllm:prefix_cache_queries": "vllm:gpu_prefix_cache_queries",
+    "vllm:prefix_cache_hits": "vllm:gpu_prefix_cache_hits",
+}
+_SINGLE_PROCESS_PREFIXES = ("process_", "python_")
+
+
 def specs_for(dialect: str) -> list[Spec]:
     return [s for s in SPECS if dialect in s.dialects]
+
+
+@cache
+def _families_of(dialect: str) -> dict[str, str]:
+    return {s.name: s.type for s in SPECS if dialect in s.dialects and s.source != "declared_only"}
+
+
+def exposes(dialect: str, name: str) -> bool:
+    """Whether a replica of `dialect` serves samples of `name` (a family or sample name:
+    counters may be given with `_total`)."""
+    fams = _families_of(dialect)
+    if name in fams:
+        return True
+    return name.endswith("_total") and fams.get(name.removesuffix("_total")) == "counter"
+
+
+def exposed_name(name: str, dialect: str, *, multiprocess: bool = False) -> str | None:
+    """The name under which a replica of `dialect` serves what `name` (the current dialect's
+    name) measures, or None when it serves nothing like it.
+
+    Only `vllm:` names and prometheus_client's process/Python families depend on the
+    replica; every other name (DCGM, gateway, `up`) is returned as given.
+    """
+    if name.startswith(_SINGLE_PROCESS_PREFIXES):
+        return None if multiprocess else name
+    if not name.startswith("vllm:"):
+        return name
+    if exposes(dialect, name):
+        return name
+    base = name.removesuffix("_total")
+    total = base != name and _families_of("current").get(base) == "counter"
+    base = base if total else name
+    old = OLD_NAMES.get(base)
+    if old is None:
+        return None
+    old_name = old + "_total" if total else old
+    return old_name if exposes(dialect, old_name) else None
 
 
 def engine_labels(replica: Replica, engine: Engine) -> Labels:

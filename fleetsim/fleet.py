@@ -9,11 +9,11 @@ second later) always lands in another replica's future.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from itertools import count
 
 from fleetsim.apiserver import http_families, process_families
-from fleetsim.config import DIALECTS, ReplicaConfig, build_replicas
+from fleetsim.config import ReplicaConfig, build_replicas, check_dialects
 from fleetsim.dcgm import COLLECT_INTERVAL_S, DcgmExporter
 from fleetsim.dialects import NEW, engine_families
 from fleetsim.families import Family
@@ -39,23 +39,29 @@ class FleetModel:
         *,
         replicas: int,
         dialect: str = "current",
+        dialect_of: Mapping[int, str] | None = None,
         dp: int = 1,
         seed: int = 0,
         epoch: float = 0.0,
         speed: float = 1.0,
         max_model_len: int | None = None,
     ) -> None:
-        if dialect not in DIALECTS:
-            raise ValueError(f"unknown dialect {dialect!r}")
+        check_dialects(replicas, dialect, dialect_of, dp)
         self.seed = seed
-        self.dialect = dialect
+        self.dialect = dialect  # the fleet's default; replica.cfg.dialect is each one's own
+        self.dialect_of = dict(dialect_of or {})
         self.dp = dp
         self.epoch = epoch
         self.speed = speed
         self.now = 0.0
         self.ids = count()
         self.configs: list[ReplicaConfig] = build_replicas(
-            replicas, dialect=dialect, dp=dp, seed=seed, max_model_len=max_model_len
+            replicas,
+            dialect=dialect,
+            dialect_of=dialect_of,
+            dp=dp,
+            seed=seed,
+            max_model_len=max_model_len,
         )
         self.replicas = [Replica(cfg, self.unix, self._on_done) for cfg in self.configs]
         for replica in self.replicas:

@@ -13,7 +13,7 @@ import math
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +40,13 @@ class History:
         duration: float | None = None,
         targets: list[int] | None = None,
         dialect: str = "current",
+        dialect_of: Mapping[int, str] | None = None,
         dp: int = 1,
         seed: int = 0,
         end: float | None = None,
         base_port: int = DEFAULT_BASE_PORT,
     ) -> None:
-        check_options(replicas=replicas, dialect=dialect, dp=dp)
+        check_options(replicas=replicas, dialect=dialect, dp=dp, dialect_of=dialect_of)
         if not step > 0 or not hours > 0:
             raise ValueError("--hours and --step must be positive")
         span = hours * 3600.0
@@ -54,7 +55,12 @@ class History:
         self.step = step
         self.steps = int(span // step)
         self.model = FleetModel(
-            replicas=replicas, dialect=dialect, dp=dp, seed=seed, epoch=self.start
+            replicas=replicas,
+            dialect=dialect,
+            dialect_of=dialect_of,
+            dp=dp,
+            seed=seed,
+            epoch=self.start,
         )
         at = span / 2 if at is None else at
         truth = install(self.model, scenario, at=at, duration=duration, targets=targets)
@@ -62,6 +68,7 @@ class History:
             make_target(self.model, slot, slot.port) for slot in port_plan(replicas, base_port)
         ]
         run = {"replicas": replicas, "scenario": scenario, "at": at, "dialect": dialect,
+               "dialect_of": {str(i): d for i, d in sorted((dialect_of or {}).items())},
                "dp": dp, "seed": seed, "hours": hours, "step": step}  # fmt: skip
         self.manifest = complete_manifest(self.model, truth, self.targets, **run)
 

@@ -52,6 +52,7 @@ class Replica:
         self.clock_factor = 1.0
         self.mem_factor = 1.0
         self.link_factor = 1.0
+        self.link_ranks: tuple[int, ...] | None = None  # the TP groups link_factor applies to
         # GPU activity of processes that already exited, so DCGM counters stay monotonic.
         self.past_activity = [[0.0] * 5 for _ in range(cfg.dp)]
 
@@ -95,7 +96,7 @@ class Replica:
             req.state = DONE
         return lost
 
-    def set_knobs(self, **knobs: float) -> None:
+    def set_knobs(self, **knobs: float | tuple[int, ...] | None) -> None:
         for name, value in knobs.items():
             setattr(self, name, value)
         for engine in self.engines:
@@ -104,7 +105,8 @@ class Replica:
     def _apply_knobs(self, engine: Engine) -> None:
         engine.step.clock_factor = self.clock_factor
         engine.step.mem_factor = self.mem_factor
-        engine.step.link_factor = self.link_factor
+        degraded = self.link_ranks is None or engine.rank in self.link_ranks
+        engine.step.link_factor = self.link_factor if degraded else 1.0
 
     @staticmethod
     def activity_of(engine: Engine) -> tuple[float, float, float, float, float]:

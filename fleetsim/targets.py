@@ -122,7 +122,11 @@ def complete_manifest(
                 "instances": by_replica.get(cfg.index, {}),
             }
         )
-    affected = [replicas[i] for i in truth["affected"]]
+    dialects = truth.get("incident_dialects", {})
+    affected = [
+        {**replicas[i], "incident_dialect": dialects.get(i, replicas[i]["dialect"])}
+        for i in truth["affected"]
+    ]
     tenants: dict[str, dict[str, list[str]]] = {}
     for stream in fleet.streams:
         d = stream.demand
@@ -140,6 +144,7 @@ def complete_manifest(
         },
         "affected_replicas": affected,
         "expected_signals": truth["expected_signals"],
+        "unobservable_signals": truth.get("unobservable_signals", []),
         "fleet_start": fleet.unix(0.0),
         "run": run,
         "replicas": replicas,

@@ -150,6 +150,7 @@ class Stream:
         window: tuple[float, float] | None = None,
         pinned: tuple[int, ...] | None = None,
         bursts: bool = True,
+        follow_diurnal: bool = True,
     ) -> None:
         self.demand = demand
         self.workload = workload
@@ -165,12 +166,14 @@ class Stream:
         self._cursor = 0.0
         self._next: float | None = None
         self.rate_scale = 1.0  # scenarios multiply traffic through this
+        self.follow_diurnal = follow_diurnal  # scenario traffic is sized for its own window
         self.sessions_started = 0
 
     def rate_at(self, t: float) -> float:
         if self.window and not (self.window[0] <= t < self.window[1]):
             return 0.0
-        return self.base_rate * self.rate_scale * diurnal(self.epoch + t) * self._burst(t)
+        daily = diurnal(self.epoch + t) if self.follow_diurnal else 1.0
+        return self.base_rate * self.rate_scale * daily * self._burst(t)
 
     def arrivals_until(self, t_end: float) -> Iterator[Request]:
         while True:

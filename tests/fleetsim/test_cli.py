@@ -40,6 +40,11 @@ def fleetsim(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str
         (["serve", "--replicas", "2", "--dp", "2", "--dialect", "v0"], "engine label"),
         (["history", "--replicas", "0", "--hours", "1", "--out", "x.om"], "at least 1"),
         (["targets", "--replicas", "2", "--base-port", "0"], "fixed --base-port"),
+        (["serve", "--replicas", "2", "--dialect-of", "5=v0"], "names replica 5, but"),
+        (["serve", "--replicas", "2", "--dialect-of", "1=v9"], "unknown dialect 'v9'"),
+        (["serve", "--replicas", "2", "--dialect-of", "1:v0"], "REPLICA=DIALECT pairs"),
+        (["serve", "--replicas", "2", "--dp", "2", "--dialect-of", "1=v0"], "engine label"),
+        (["serve", "--replicas", "1", "--dialect", "v0", "--scenario", "version-skew"], "oldest"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_status_2(args: list[str], says: str) -> None:
@@ -94,6 +99,23 @@ def test_history_writes_openmetrics_and_its_manifest(tmp_path: Path) -> None:
     manifest = json.loads((tmp_path / "fleet.om.manifest.json").read_text())
     assert manifest["incident"] == "gpu-throttle"
     assert manifest["window"]["end"] - manifest["window"]["start"] == 60
+
+
+def test_history_with_a_dialect_per_replica_writes_a_mixed_fleet(tmp_path: Path) -> None:
+    out = tmp_path / "fleet.om"
+    result = fleetsim(
+        "history", "--replicas", "3", "--dialect-of", "1=v0,2=v1-0.8", "--scenario",
+        "collective-degradation", "--hours", "0.05", "--at", "60", "--duration", "60",
+        "--out", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((tmp_path / "fleet.om.manifest.json").read_text())
+    assert [r["dialect"] for r in manifest["replicas"]] == ["current", "v0", "v1-0.8"]
+    assert manifest["affected_replicas"][0]["dialect"] == "v0"
+    itl = [s for s in manifest["expected_signals"] if s["key"].endswith("token_latency_seconds")]
+    assert [s["metric"] for s in itl] == ["vllm:time_per_output_token_seconds"]
+    swapped = [line for line in out.read_text().splitlines() if "num_requests_swapped{" in line]
+    assert swapped and all('instance="127.0.0.1:18001"' in line for line in swapped)
 
 
 def test_serve_prints_targets_writes_file_sd_and_stops_on_sigterm(tmp_path: Path) -> None:

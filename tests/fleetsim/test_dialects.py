@@ -6,6 +6,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from fleetsim.api import sample_exposition
+from fleetsim.dialects import exposed_name
+from fleetsim.fleet import FleetModel
 from tests.fleetsim.conftest import families, lint_problems, samples
 
 # Bucket sets copied from the reference (section 3 and the changes of section 6).
@@ -252,3 +254,46 @@ def test_kv_cache_size_comes_from_the_model_config() -> None:
     # What the KV cache gets: 90% of the card minus weights and a few GiB of runtime.
     assert 0.9 * h100 - 8.03e9 * 2 - 4 * 1024**3 < free < 0.9 * h100 - 8.03e9 * 2
     assert int(info.labels["num_gpu_blocks"]) == tokens // 16
+
+
+def test_a_fleet_model_takes_a_dialect_per_replica() -> None:
+    fleet = FleetModel(replicas=3, dialect="v1-0.10", dialect_of={1: "v0", 2: "current"})
+    fleet.advance_to(30.0)
+    names = [{f.name for f in fleet.vllm_families(i)} for i in range(3)]
+    assert "vllm:gpu_prefix_cache_queries" in names[0] and "vllm:engine_sleep_state" not in names[0]
+    assert "vllm:num_requests_swapped" in names[1]
+    assert "vllm:engine_sleep_state" in names[2] and "vllm:gpu_cache_usage_perc" not in names[2]
+
+
+@pytest.mark.parametrize(
+    ("dialect_of", "says"),
+    [
+        ({4: "v0"}, "names replica 4, but the fleet has 0..2"),
+        ({1: "v2"}, "unknown dialect 'v2'"),
+    ],
+)
+def test_a_dialect_per_replica_must_name_a_replica_and_a_dialect(
+    dialect_of: dict[int, str], says: str
+) -> None:
+    with pytest.raises(ValueError, match=says):
+        FleetModel(replicas=3, dialect_of=dialect_of)
+
+
+@pytest.mark.parametrize(
+    ("name", "dialect", "exposed"),
+    [
+        ("vllm:kv_cache_usage_perc", "v1-0.10", "vllm:kv_cache_usage_perc"),
+        ("vllm:kv_cache_usage_perc", "v1-0.8", "vllm:gpu_cache_usage_perc"),
+        ("vllm:inter_token_latency_seconds", "v1-0.10", "vllm:time_per_output_token_seconds"),
+        ("vllm:prefix_cache_hits_total", "v1-0.8", "vllm:gpu_prefix_cache_hits_total"),
+        ("vllm:prefix_cache_hits_total", "v0", None),
+        ("vllm:num_requests_waiting_by_reason", "v1-0.10", None),
+        ("vllm:iteration_tokens_total", "v0", "vllm:iteration_tokens_total"),
+        ("DCGM_FI_DEV_SM_CLOCK", "v0", "DCGM_FI_DEV_SM_CLOCK"),
+    ],
+)
+def test_each_current_name_resolves_to_what_an_older_dialect_exposes(
+    name: str, dialect: str, exposed: str | None
+) -> None:
+    assert exposed_name(name, dialect) == exposed
+    assert exposed_name("process_cpu_seconds_total", dialect, multiprocess=True) is None

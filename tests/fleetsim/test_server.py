@@ -142,3 +142,12 @@ def test_stop_closes_every_port() -> None:
     running.stop()
     for url in urls:
         assert refused(url)
+
+
+def test_a_mixed_fleet_serves_each_replica_in_its_own_dialect() -> None:
+    with start_fleet(replicas=2, base_port=0, speed=5.0, seed=5, dialect_of={1: "v0"}) as mixed:
+        assert [r["dialect"] for r in mixed.manifest["replicas"]] == ["current", "v0"]
+        assert mixed.manifest["run"]["dialect_of"] == {"1": "v0"}
+        current, old = (httpx.get(vllm_url(mixed, i), timeout=10).text for i in (0, 1))
+    assert "vllm:kv_cache_usage_perc{" in current and "vllm:num_requests_swapped" not in current
+    assert "vllm:num_requests_swapped{" in old and "vllm:kv_cache_usage_perc" not in old
