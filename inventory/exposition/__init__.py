@@ -3,7 +3,8 @@
 `parse(payload)` returns families or raises `ExpositionError(line, message)`, the only
 exception that escapes. Inside: `lexer` (one line into tokens), `assembler` (samples
 into families, with the checks of `checks`), `templates` (the fast path that re-reads a
-payload laid out like the last one from the same endpoint), `openmetrics`."""
+payload laid out like the last one from the same endpoint), `openmetrics`.
+`forget_shared()` empties the process-wide tables of validated text (benchmarks)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from inventory.exposition.parser import (
     LabelCache,
     Labels,
     Sample,
+    forget_shared,
     parse,
 )
 
@@ -22,5 +24,6 @@ __all__ = [
     "LabelCache",
     "Labels",
     "Sample",
+    "forget_shared",
     "parse",
 ]

@@ -17,7 +17,10 @@ its type allows:
                            info N: N_info;  gauge/stateset/unknown N: N
 
 The family name itself is reserved too, so `vllm:iteration_tokens_total` (a
-histogram) keeps its name: `_total` is only dropped for counters. All lines
+histogram) keeps its name: `_total` is only dropped for counters. A text-format
+counter `x_total` does not reserve `x`: the format knows nothing of suffixes, so a
+gauge `x` next to it is another metric (both families are then named `x`, as
+prometheus_client names them). All lines
 of one family are contiguous, metadata comes before samples and at most once
 per kind, and no name may be owned by two families.
 
@@ -167,7 +170,7 @@ class Assembler:
             cur.unit = value
         else:
             cur.type = value
-            cur.allowed, claims, cur.created = shape  # type: ignore[misc]
+            cur.allowed, claims, cur.created = shape  # type: ignore[misc]  # shape tuples are typed loosely for speed
             if claims:
                 self._claim(cur, claims, lineno)
         return cur
@@ -198,7 +201,7 @@ class Assembler:
         if not usual:
             self.metadata(first, lineno)
             return self.metadata(second, lineno + 1)
-        allowed, claims, created = second[3]  # type: ignore[misc]
+        allowed, claims, created = second[3]  # type: ignore[misc]  # the metadata tuple's shape slot
         owners = self._owner
         if claims and not owners.keys().isdisjoint(claims):
             self._claim(self._open(raw, lineno), claims, lineno + 1)  # raises: names taken
@@ -262,12 +265,15 @@ class Assembler:
             family.help = pending.help
             family.unit = pending.unit
             family.samples = samples
+            # OpenMetrics rejects what the text format lists as problems (see openmetrics).
             family.problems = (
-                family_problems(type_, raw, samples, om=om) if type_ in CHECKED_TYPES else ()
+                family_problems(type_, raw, samples, om=om)
+                if type_ in CHECKED_TYPES and not om
+                else ()
             )
             family.__class__ = Family  # type: ignore[assignment]  # same slots: see SampleTwin
             out.append(family)
-        return out  # type: ignore[return-value]
+        return out  # type: ignore[return-value]  # every twin's class is Family by now
 
     def _open(self, raw: str, lineno: int) -> Pending:
         pending = Pending(raw, "unknown", lineno)
@@ -317,7 +323,7 @@ class Assembler:
 
     def _unfold(self, parent: Pending) -> Pending:
         """Give `_created` lines that turned out not to be foldable a family of their own."""
-        name: str = parent.created  # type: ignore[assignment]
+        name: str = parent.created  # type: ignore[assignment]  # only called when set
         seen = parent.created_seen
         parent.created = None
         parent.created_seen = 0
@@ -342,10 +348,9 @@ def _shape(raw: str, type_: str, om: bool) -> tuple[frozenset[str], frozenset[st
     suffixes = (_OM_SUFFIXES if om else _TEXT_SUFFIXES).get(type_, ("",))
     allowed = frozenset(sys.intern(raw + suffix) for suffix in suffixes)
     claims = set(allowed)
-    base = raw
-    if type_ == "counter" and not om and raw.endswith("_total"):
-        base = raw[:-6]
-        claims.add(base)
+    # A text-format counter `x_total` is reported as family `x` (as prometheus_client
+    # does) but does not own the name `x`: a gauge `x` is another metric of the format.
+    base = raw[:-6] if type_ == "counter" and not om and raw.endswith("_total") else raw
     claims.discard(raw)
     created = None
     if not om and type_ in _CREATED_PARENTS:

@@ -1,9 +1,11 @@
-"""Semantic checks that flag a family instead of rejecting the payload.
+"""Semantic checks that flag a text-format family instead of rejecting the payload.
 
-A histogram whose buckets are not cumulative still parses: the dashboard shows
-"percentile unavailable: <problem>" for it. The same goes for counters with
-negative or non-finite values. Messages quote label values only as short,
-escaped excerpts.
+In the text format a histogram whose buckets are not cumulative still parses (the
+format asks for cumulative buckets but Prometheus reads them anyway): the dashboard
+shows "percentile unavailable: <problem>" for it. The same goes for counters with
+negative or non-finite values. OpenMetrics makes these faults errors, so its parser
+rejects them instead (see `inventory.exposition.openmetrics`). Messages quote label
+values only as short, escaped excerpts.
 """
 
 from __future__ import annotations
@@ -115,8 +117,8 @@ def _histogram_is_sound(samples: Sequence[Sample], bucket_name: str, count_name:
             name = sample.name
             if name is bucket_name:
                 labels = sample.labels
-                key = labels._group  # type: ignore[attr-defined]
-                le = labels._le  # type: ignore[attr-defined]
+                key = labels._group  # type: ignore[attr-defined]  # set by the parser's label cache
+                le = labels._le  # type: ignore[attr-defined]  # set by the parser's label cache
                 value = sample.value
                 if key is group:
                     if not (le > last_le and value >= last_value):
@@ -132,7 +134,7 @@ def _histogram_is_sound(samples: Sequence[Sample], bucket_name: str, count_name:
                 last_le = le
                 last_value = value
             elif name is count_name:
-                counts.append((sample.labels._key, sample.value))  # type: ignore[attr-defined]
+                counts.append((sample.labels._key, sample.value))  # type: ignore[attr-defined]  # see above
     except AttributeError:  # labels built outside the parser: take the careful path
         return False
     if group is not None:

@@ -43,33 +43,52 @@ def fail(line: int, message: str) -> NoReturn:
 
 _INF = float("inf")
 _NAN = float("nan")
-TEXT_SPECIALS = {"NaN": _NAN, "+Inf": _INF, "-Inf": -_INF}
-# OpenMetrics' ABNF strings are case-insensitive and also spell out "infinity".
-OM_SPECIALS = {"nan": _NAN}
-for _word in ("inf", "infinity"):
-    OM_SPECIALS.update({_word: _INF, "+" + _word: _INF, "-" + _word: -_INF})
-NUMBER_CHARS = "0123456789.eE+-"
+_INFINITIES = {"inf": _INF, "+inf": _INF, "-inf": -_INF}
+for _sign, _value in (("", _INF), ("+", _INF), ("-", -_INF)):
+    _INFINITIES[_sign + "infinity"] = _value
+
+
+def go_float(token: str) -> float | None:
+    """What Go's strconv.ParseFloat(token, 64) returns, or None where it fails or
+    Prometheus refuses the token (hexadecimal `p` exponents, `_` separators).
+
+    That is: a decimal number with an optional exponent that fits a float64, or
+    `inf`/`infinity` with an optional sign and `nan` without one, in any case.
+    OpenMetrics' `number` is the same set of spellings. float() is the fast judge,
+    but it also takes `1_000`, a signed NaN, surrounding whitespace and non-ASCII
+    digits, and gives infinity for out-of-range numbers.
+    """
+    try:
+        value = float(token)
+    except ValueError:
+        return None
+    if value - value == 0:
+        # Python whitespace in ASCII is all unprintable, except the space.
+        if token.isascii() and token.isprintable() and "_" not in token and " " not in token:
+            return value
+        return None
+    if value != value:
+        return value if token.lower() == "nan" else None
+    return _INFINITIES.get(token.lower())
 
 
 def parse_bound(text: str | None) -> float:
     """A bucket `le` or summary `quantile` label as a float; NaN when absent or not a number."""
     if text is None:
         return _NAN
-    special = TEXT_SPECIALS.get(text)
-    if special is None:
-        special = OM_SPECIALS.get(text.lower())
-    if special is not None:
-        return special
-    if text.strip(NUMBER_CHARS):
-        return _NAN
-    try:
-        return float(text)
-    except ValueError:
-        return _NAN
+    value = go_float(text)
+    return _NAN if value is None else value
 
 
 _GROUPS: dict[frozenset[tuple[str, str]], frozenset[tuple[str, str]]] = {}
+_BOUNDS: dict[str, float] = {}  # `le` text -> its number (pure: no payload can change it)
+_SLOTS = frozenset({"_key", "_group", "_le", "_odd"})
 _GROUPS_MAX = 100_000
+
+
+# Labels._odd bits: an `le` (`quantile`) label whose value is not a number. The text
+# format refuses such a sample in a histogram (summary) family.
+ODD_LE, ODD_QUANTILE = 1, 2
 
 
 class Labels(dict[str, str]):
@@ -81,23 +100,47 @@ class Labels(dict[str, str]):
     those checks cheap on a warm cache.
     """
 
-    __slots__ = ("_key", "_group", "_le")
+    __slots__ = ("_key", "_group", "_le", "_odd")
+    _key: frozenset[tuple[str, str]]
+    _group: frozenset[tuple[str, str]]
+    _le: float
+    _odd: int
 
-    def __init__(self, *args: Any, **kwargs: str) -> None:
-        dict.__init__(self, *args, **kwargs)
+    # No __init__: dict's own fills the pairs in C. The slots are worked out on first
+    # use (most label sets never need them; a bucket's are read by the histogram check).
+    def __getattr__(self, name: str) -> Any:
+        if name not in _SLOTS:
+            raise AttributeError(name)
+        self._fill()
+        return object.__getattribute__(self, name)
+
+    def _fill(self) -> None:
         key = frozenset(dict.items(self))
         le = dict.get(self, "le")
         self._key = key
+        odd = 0
         if le is None:
             self._group = key
+            self._le = _NAN
         else:
             # Canonical, so that buckets of one series share the very same key object
             # and the histogram check can compare keys by identity.
-            group = frozenset(kv for kv in key if kv[0] != "le")
+            group = key.difference((("le", le),))
             if len(_GROUPS) >= _GROUPS_MAX:
                 _GROUPS.clear()
             self._group = _GROUPS.setdefault(group, group)
-        self._le = parse_bound(le)
+            bound = _BOUNDS.get(le)
+            if bound is None:
+                bound = go_float(le)
+                if bound is None:
+                    bound = _NAN
+                    odd = ODD_LE
+                elif len(_BOUNDS) < _GROUPS_MAX:
+                    _BOUNDS[le] = bound
+            self._le = bound
+        if "quantile" in self and go_float(dict.__getitem__(self, "quantile")) is None:
+            odd |= ODD_QUANTILE
+        self._odd = odd
 
     def _readonly(self, *args: object, **kwargs: object) -> NoReturn:
         raise TypeError("Labels are read-only; copy with dict(labels) to modify")
@@ -106,7 +149,7 @@ class Labels(dict[str, str]):
     clear = pop = popitem = setdefault = update = _readonly
     __ior__ = _readonly
 
-    def __hash__(self) -> int:  # type: ignore[override]
+    def __hash__(self) -> int:  # type: ignore[override]  # dict's __hash__ is None; labels hash
         return hash(self._key)
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -172,8 +215,9 @@ class Family:
     `name` follows prometheus_client: a counter's family name drops `_total`
     (text format) and histogram/summary children (`_bucket`, `_count`, `_sum`,
     `_created`, `_gcount`, `_gsum`) are samples of the family named after their
-    base. `problems` lists semantic faults that do not make the payload
-    unparseable (a histogram without `+Inf`, a negative counter, ...).
+    base. `problems` lists semantic faults that do not make a text-format payload
+    unparseable (a histogram without `+Inf`, a negative counter, ...); OpenMetrics
+    rejects those, so its families have none.
     """
 
     name: str
@@ -239,14 +283,27 @@ class Generations(Generic[V]):
             self.aging = True
         self.young[key] = value
 
+    def update(self, keys: Iterable[str], values: Iterable[V]) -> None:
+        """put() for many entries; in one C-level step while the young generation has room."""
+        young = self.young
+        pairs = dict(zip(keys, values, strict=True))
+        if len(young) + len(pairs) <= self.max_entries:
+            young.update(pairs)
+            return
+        for key, value in pairs.items():
+            self.put(key, value)
+
 
 class LabelCache:
     """Validated label text, kept across scrapes of one endpoint.
 
-    `labels` maps the raw `{...}` text of a line to its Labels; `series` maps
-    the text before the value (`name{...}`) to its (name, Labels) pair;
+    `labels` maps the label text of a canonical line (after its `{`, up to and
+    including `}`) to its Labels; `series` maps the text before the value of a
+    canonical line (`name{...}`) to its (name, Labels) pair;
     `metadata` maps a whole HELP/TYPE line to its parsed fields. Only text that
-    passed full validation is stored, so a hit needs no further checks.
+    passed full validation is stored, so a hit needs no further checks; label sets
+    with an `le` or `quantile` label that is not a number are never stored (whether
+    they are valid depends on the family they turn up in).
     `template` is the last text-format payload's line layout and result (see
     `inventory.exposition.templates`): family rules and value checks are only
     skipped for lines proven identical to that validated payload's. It is built
@@ -266,3 +323,19 @@ class LabelCache:
 
     def __len__(self) -> int:
         return len(self.series) + len(self.labels) + len(self.metadata)
+
+
+# Validated label texts and metadata lines shared by every endpoint of the process: what
+# a text means does not depend on who sent it, and replicas of one fleet repeat each
+# other's label sets (model, engine, bucket bounds), so the first scrape of an endpoint
+# mostly finds its label sets here. Bounded like a LabelCache; only valid text goes in.
+SHARED = LabelCache(max_entries=200_000)
+
+
+def forget_shared_tables() -> None:
+    """Empty SHARED and this module's memos (see parser.forget_shared)."""
+    SHARED.series = Generations(SHARED.series.max_entries)
+    SHARED.labels = Generations(SHARED.labels.max_entries)
+    SHARED.metadata = Generations(SHARED.metadata.max_entries)
+    _GROUPS.clear()
+    _BOUNDS.clear()

@@ -34,15 +34,15 @@ from typing import Any
 
 from inventory.exposition.assembler import CHECKED_TYPES, Pending
 from inventory.exposition.checks import family_problems
-from inventory.exposition.lexer import parse_text_sample, plausible_numbers
+from inventory.exposition.lexer import parse_text_line
 from inventory.exposition.model import (
-    TEXT_SPECIALS,
     ExpositionError,
     Family,
     FamilyTwin,
     LabelCache,
     Sample,
     SampleTwin,
+    go_float,
 )
 
 _timestamp = attrgetter("timestamp")
@@ -86,13 +86,13 @@ class PayloadTemplate:
         """The layout of a payload that just parsed in full; None if it cannot serve as one."""
         samples = [sample for family in families for sample in family.samples]
         if len(lines) > limit or not all(map(is_, map(_timestamp, samples), repeat(None))):
-            return None  # timestamped lines are never cached (see parse_text_sample)
+            return None  # timestamped lines are never cached (see parser._parse_bulk)
         sample_lines = [i for i, line in enumerate(lines) if line[:1] not in ("", "#")]
         other_lines = sorted(set(range(len(lines))).difference(sample_lines))
         if len(sample_lines) < 2 or len(other_lines) < 2:
             return None  # itemgetter would return a bare line; tiny payloads gain nothing
-        if len(sample_lines) != len(samples):  # pragma: no cover - every such line is a sample
-            return None
+        if len(sample_lines) != len(samples):
+            return None  # a line led by blanks (a comment, or blank): no layout for it
         template = cls()
         template.line_count = len(lines)
         template.pick_others = itemgetter(*other_lines)
@@ -100,7 +100,10 @@ class PayloadTemplate:
         template.pick_samples = itemgetter(*sample_lines)
         template.sample_lines = sample_lines
         texts = template.pick_samples(lines)
-        template.prefixes = [line[: line.rindex(" ") + 1] for line in texts]
+        try:
+            template.prefixes = [line[: line.rindex(" ") + 1] for line in texts]
+        except ValueError:  # a sample line without a space (`x\t1`, `x{}1`): no layout
+            return None
         template.tokens = list(map(str.removeprefix, texts, template.prefixes))
         template.samples = samples
         template.families = families
@@ -138,14 +141,15 @@ class PayloadTemplate:
                 if line[:1] in ("", "#"):
                     return None  # no longer a sample line: the full parse decides
                 try:
-                    name, labels, _, timestamp = parse_text_sample(
-                        line, self.sample_lines[k] + 1, cache
-                    )
+                    name, labels, _, timestamp = parse_text_line(line, self.sample_lines[k] + 1)
                 except ExpositionError:
                     return None
-                if timestamp is not None or name != samples[k].name:
+                if timestamp is not None or name != samples[k].name or labels._odd:
                     return None
-                prefixes[k] = line[: line.rindex(" ") + 1]
+                space = line.rfind(" ")
+                if space < 0 or line[space - 1] == " ":
+                    return None  # not `<prefix> <value>`: the full parse reads it
+                prefixes[k] = line[: space + 1]
                 # A stand-in with the new labels: the loop below copies them and sets the value.
                 samples[k] = Sample(name, labels, 0.0)
                 tokens[k] = line[len(prefixes[k]) :]
@@ -187,15 +191,15 @@ def _values(tokens: list[str]) -> list[float] | None:
     except ValueError:
         return None
     joined = "".join(tokens)
-    if " " in joined or not plausible_numbers(joined):
+    if not (joined.isascii() and joined.isprintable()) or "_" in joined or " " in joined:
         return None
     total = sum(values)
     if total - total != 0:
-        # Some value is NaN or infinite (or the sum overflowed): only the Prometheus
-        # spellings of those are accepted; an out-of-range number is left to the full parse.
+        # Some value is NaN or infinite (or the sum overflowed): only the spellings Go's
+        # ParseFloat reads are accepted; an out-of-range number is left to the full parse.
         for j, value in enumerate(values):
             if value - value != 0:
-                special = TEXT_SPECIALS.get(tokens[j])
+                special = go_float(tokens[j])
                 if special is None:
                     return None
                 values[j] = special

@@ -454,7 +454,7 @@ def test_reports_are_frozen_and_the_same_input_gives_the_same_answer() -> None:
     first, second = profile_endpoint(fams), profile_endpoint(fams)
     assert first == second
     with pytest.raises(dataclasses.FrozenInstanceError):
-        first.dialect_report.dialect = "current"  # type: ignore[misc]
+        first.dialect_report.dialect = "current"  # type: ignore[misc]  # the write must fail
 
 
 FLEETSIM_DIALECTS = ["current", "v1-0.10", "v1-0.8", "v0"]

@@ -283,9 +283,9 @@ def test_resolve_all_answers_for_every_key_on_a_current_fleet() -> None:
 
 def test_catalog_and_its_entries_are_immutable() -> None:
     with pytest.raises(TypeError):
-        CATALOG["ttft"] = CATALOG["itl"]  # type: ignore[index]
+        CATALOG["ttft"] = CATALOG["itl"]  # type: ignore[index]  # the write must fail
     with pytest.raises(dataclasses.FrozenInstanceError):
-        CATALOG["ttft"].unit = "milliseconds"  # type: ignore[misc]
+        CATALOG["ttft"].unit = "milliseconds"  # type: ignore[misc]  # the write must fail
 
 
 def test_catalog_modules_stay_free_of_django() -> None:

@@ -154,7 +154,7 @@ def test_sample_and_family_are_frozen_slotted_dataclasses() -> None:
         assert dataclasses.is_dataclass(obj)
         assert not hasattr(obj, "__dict__")
         with pytest.raises(dataclasses.FrozenInstanceError):
-            obj.name = "other"  # type: ignore[misc]
+            obj.name = "other"  # type: ignore[misc]  # the write must fail
     assert type(sample) is Sample
     assert sample == Sample("g", {}, 1.0, None)
     assert hash(sample) == hash(Sample("g", Labels(), 1.0, None))
@@ -206,7 +206,7 @@ def test_parse_rejects_a_lone_surrogate_in_text_input() -> None:
 
 def test_parse_rejects_input_that_is_neither_text_nor_bytes() -> None:
     with pytest.raises(TypeError):
-        parse(42)  # type: ignore[arg-type]
+        parse(42)  # type: ignore[arg-type]  # bad input on purpose
 
 
 def test_error_messages_quote_only_a_short_escaped_excerpt_of_the_input() -> None:

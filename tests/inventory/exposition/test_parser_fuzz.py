@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -99,10 +100,11 @@ def _reference_view(families: Iterable[Any]) -> View:
 
 def _undo_counter_rename(view: View, ours: View) -> View:
     """A text counter declared as `x` (no _total): prometheus_client renames its samples."""
-    names = {family[0]: family for family in ours}
+    # By name and type: a counter `x_total` and a gauge `x` are both families `x`.
+    names = {(family[0], family[1]): family for family in ours}
     fixed: View = []
     for name, type_, help_, samples in view:
-        mine = names.get(name)
+        mine = names.get((name, type_))
         if type_ == "counter" and mine is not None:
             declared = {s[0] for s in mine[3]}
             samples = [
@@ -230,7 +232,8 @@ def text_expositions(draw: st.DrawFn) -> str:
             lines.append(f"{created} 1.7e+09")
         if draw(st.booleans()):
             lines.append(draw(st.sampled_from(["", "# a comment", "#", "# HELPER text"])))
-    return "\n".join(lines) + ("\n" if draw(st.booleans()) else "")
+    # The format's last line ends with a line feed (and Prometheus refuses it otherwise).
+    return "".join(line + "\n" for line in lines)
 
 
 # --- agreement --------------------------------------------------------------------------------
@@ -399,6 +402,26 @@ def test_mutated_payloads_raise_only_exposition_error(payload: bytes, openmetric
     _check_only_exposition_error(payload, openmetrics)
 
 
+# Lines prometheus_client's text parser reads otherwise than the format (and promtool) do:
+# it splits comments at any whitespace and takes the second word as the keyword, so
+# `#HELP x y` is a plain comment to it and `#{ TYPE g gauge` a TYPE line; and it needs
+# a blank between a metric name and a value the name cannot run into (`x-1`).
+_COMMENT_BOTH_READ_ALIKE = re.compile(r"#|# [^ \t][^\t]*")
+_VALUE_GLUED_TO_NAME = re.compile(r"[ \t]*[a-zA-Z_:][a-zA-Z0-9_:]*[^a-zA-Z0-9_:{ \t]")
+
+
+def _prometheus_client_misreads(text: str) -> bool:
+    for line in text.split("\n"):
+        stripped = line.strip(" \t")
+        if stripped[:1] == "#":
+            plain = stripped.isascii() and stripped.isprintable() or stripped == "#"
+            if not plain or _COMMENT_BOTH_READ_ALIKE.fullmatch(stripped) is None:
+                return True
+        elif _VALUE_GLUED_TO_NAME.match(line):
+            return True
+    return False
+
+
 @FUZZ
 @given(mutated_payloads())
 @example(b"# TYPE a_total counter\na_total 1\n# HELP a_created x\na_total 2\n")
@@ -407,6 +430,8 @@ def test_whatever_we_accept_prometheus_client_reads_the_same_way(payload: bytes)
         text = payload.decode()
         ours = _our_view(parse(text))
     except (ExpositionError, UnicodeDecodeError):
+        return
+    if _prometheus_client_misreads(text):
         return
     reference = _undo_counter_rename(_reference_view(reference_text(text)), ours)
     assert ours == reference
@@ -452,3 +477,25 @@ def _outcome(payload: bytes, cache: LabelCache | None) -> Any:
         return _our_view(parse(payload, cache=cache))
     except ExpositionError as exc:
         return (exc.line, exc.message)
+
+
+def _outcome_of(payload: str | bytes, **options: Any) -> Any:
+    try:
+        families = parse(payload, **options)
+    except ExpositionError as exc:
+        return (exc.line, exc.message)
+    return [
+        (view, f.help, f.problems) for view, f in zip(_our_view(families), families, strict=True)
+    ]
+
+
+@FUZZ
+@given(st.one_of(mutated_payloads(), text_expositions().map(str.encode)))
+def test_the_fast_paths_read_every_payload_as_the_line_by_line_judge_does(payload: bytes) -> None:
+    judged = _outcome_of(payload, fast=False)
+    assert _outcome_of(payload) == judged
+    cache = LabelCache()
+    _outcome_of(payload, cache=cache)
+    assert _outcome_of(payload, cache=cache) == judged  # the layout template
+    cache.template = None
+    assert _outcome_of(payload, cache=cache) == judged  # the label cache, in bulk
