@@ -68,6 +68,29 @@ def running_prometheus(
         log.close()
 
 
+# Lets a test write samples in (devtools.remote_write); in Prometheus 2.42 a flag, not a
+# feature flag.
+REMOTE_WRITE_RECEIVER_FLAG = "--web.enable-remote-write-receiver"
+
+
+@contextmanager
+def running_remote_write_prometheus(
+    workdir: Path, *extra: str, timeout: float = 30.0
+) -> Iterator[str]:
+    """A real Prometheus that scrapes nothing and accepts remote write at /api/v1/write, on
+    a fresh TSDB under `workdir`; yields its base URL. What it then holds is exactly what
+    was written to it."""
+    data = workdir / "remote-write-data"
+    shutil.rmtree(data, ignore_errors=True)
+    data.mkdir(parents=True)
+    config = workdir / "remote-write-prometheus.yml"
+    config.write_text("global: {scrape_interval: 15s}\nscrape_configs: []\n")
+    with running_prometheus(
+        config, data, REMOTE_WRITE_RECEIVER_FLAG, *extra, timeout=timeout
+    ) as url:
+        yield url
+
+
 def file_sd_config(tmp_path: Path, groups: list[dict[str, Any]], interval: str = "1s") -> Path:
     """A Prometheus config that scrapes `groups` (file_sd format) every `interval`."""
     sd = tmp_path / "targets.json"
