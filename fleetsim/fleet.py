@@ -55,6 +55,9 @@ class FleetModel:
         self.speed = speed
         self.now = 0.0
         self.ids = count()
+        # Ground truth for tests: called with every request as it ends (request, simulated
+        # time, outcome), before anything else sees it.
+        self.request_observers: list[Callable[[Request, float, str], None]] = []
         self.configs: list[ReplicaConfig] = build_replicas(
             replicas,
             dialect=dialect,
@@ -160,6 +163,8 @@ class FleetModel:
                 self.next_collect += COLLECT_INTERVAL_S
 
     def _on_done(self, req: Request, t: float, outcome: str) -> None:
+        for observe in self.request_observers:
+            observe(req, t, outcome)
         self.gateway.record(req, t, outcome)
         if req.tenant == PROBER_TENANT:
             self.prober.record(req, t, outcome, self.unix(t))
