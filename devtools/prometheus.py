@@ -91,6 +91,25 @@ def running_remote_write_prometheus(
         yield url
 
 
+@contextmanager
+def backfilled_prometheus(openmetrics: Path, workdir: Path, *extra: str) -> Iterator[str]:
+    """A real Prometheus serving the OpenMetrics history at `openmetrics`, backfilled by
+    promtool into a fresh TSDB under `workdir`; it scrapes nothing and keeps samples of
+    any age. No stale markers: promtool writes none (see `running_remote_write_prometheus`
+    for a history as the scrape loop writes it)."""
+    data = workdir / "backfilled-data"
+    shutil.rmtree(data, ignore_errors=True)
+    subprocess.run(
+        [binary("promtool"), "tsdb", "create-blocks-from", "openmetrics",
+         str(openmetrics), str(data)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    config = workdir / "backfilled-prometheus.yml"
+    config.write_text("global: {scrape_interval: 15s}\nscrape_configs: []\n")
+    with running_prometheus(config, data, "--storage.tsdb.retention.time=100y", *extra) as url:
+        yield url
+
+
 def file_sd_config(tmp_path: Path, groups: list[dict[str, Any]], interval: str = "1s") -> Path:
     """A Prometheus config that scrapes `groups` (file_sd format) every `interval`."""
     sd = tmp_path / "targets.json"

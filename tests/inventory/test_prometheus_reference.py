@@ -9,7 +9,6 @@ drops Prometheus' warnings and retries server errors on its own.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,7 +18,7 @@ from prometheus_api_client import PrometheusConnect
 from requests.exceptions import RetryError
 from urllib3.util.retry import Retry
 
-from devtools.prometheus import binary, running_prometheus
+from devtools.prometheus import backfilled_prometheus
 from fleetsim.history import History
 from inventory.prometheus import PrometheusServerError, prometheus_query, prometheus_query_range
 from tests.inventory.badservers import json_answer, serving
@@ -42,14 +41,7 @@ def history_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tup
     base: Path = tmp_path_factory.mktemp("reference")
     history = History(replicas=2, scenario="cold-restart", hours=0.5, at=600.0, duration=600.0)
     manifest = history.write_openmetrics(base / "fleet.om")
-    subprocess.run(
-        [binary("promtool"), "tsdb", "create-blocks-from", "openmetrics",
-         str(base / "fleet.om"), str(base / "data")],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
-    config = base / "prometheus.yml"
-    config.write_text("global: {scrape_interval: 15s}\n")
-    with running_prometheus(config, base / "data") as url:
+    with backfilled_prometheus(base / "fleet.om", base) as url:
         yield url, manifest
 
 

@@ -5,13 +5,12 @@ give the same points, bucket bounds and status on both (exactly, up to float noi
 from __future__ import annotations
 
 import math
-import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 
 import pytest
 from django.test import override_settings
 
-from devtools.prometheus import binary, running_prometheus
+from devtools.prometheus import backfilled_prometheus
 from inventory.models import Fleet, ScrapeRun, ScrapeStatus
 from queries import Gauge, Quantile, QueryResult, Rate, Scope, Spec, Window, run_queries
 from tests.queries.storefill import Sample, at, endpoint_with_scrapes, fleet_named, histogram
@@ -101,15 +100,8 @@ def _family_of(name: str) -> str:
 def backfilled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     base = tmp_path_factory.mktemp("mixed")
     (base / "fleet.om").write_text(_openmetrics({i: _replica(i) for i in INSTANCES}))
-    subprocess.run(
-        [binary("promtool"), "tsdb", "create-blocks-from", "openmetrics",
-         str(base / "fleet.om"), str(base / "data")],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
-    config = base / "prometheus.yml"
-    config.write_text("global: {scrape_interval: 15s}\n")
-    # The hand-made scrapes are months old: keep them.
-    with running_prometheus(config, base / "data", "--storage.tsdb.retention.time=100y") as url:
+    # The hand-made scrapes are months old: the backfilled Prometheus keeps any age.
+    with backfilled_prometheus(base / "fleet.om", base) as url:
         yield url
 
 
@@ -205,14 +197,7 @@ def flaky_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         for s in STEPS
     ]
     (base / "fleet.om").write_text(text + "# TYPE up gauge\n" + "\n".join(up) + "\n# EOF\n")
-    subprocess.run(
-        [binary("promtool"), "tsdb", "create-blocks-from", "openmetrics",
-         str(base / "fleet.om"), str(base / "data")],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
-    config = base / "prometheus.yml"
-    config.write_text("global: {scrape_interval: 15s}\n")
-    with running_prometheus(config, base / "data", "--storage.tsdb.retention.time=100y") as url:
+    with backfilled_prometheus(base / "fleet.om", base) as url:
         yield url
 
 
