@@ -34,6 +34,7 @@ class KeyStatus:
     name: str | None  # the real metric name read, when available
     fallback: bool
     message: str  # why it is unavailable, or which fallback it runs on
+    coverage: str = ""  # which endpoints of the fleet expose none of its names, if any
 
     @property
     def available(self) -> bool:
@@ -58,7 +59,8 @@ class CapabilityStatus:
     @property
     def reasons(self) -> tuple[str, ...]:
         """What to tell the user: why it can't run, or which fallbacks it runs on."""
-        return tuple(k.message for k in self.needs if not k.available or k.fallback)
+        reasons = [k.message for k in self.needs if not k.available or k.fallback]
+        return tuple(reasons + [k.coverage for k in self.needs if k.coverage])
 
 
 CapabilityProvider = Callable[["Fleet"], Sequence[CapabilityStatus]]

@@ -38,7 +38,15 @@ def _needs(feature: Feature, inventories: ScopedInventories) -> tuple[KeyStatus,
     for key in keys:
         resolved = inventories.resolve(key)
         if isinstance(resolved, ResolvedKey):
-            statuses.append(KeyStatus(key, resolved.name, resolved.fallback, resolved.message))
+            statuses.append(
+                KeyStatus(
+                    key,
+                    resolved.name,
+                    resolved.fallback,
+                    resolved.message,
+                    resolved.coverage_note or "",
+                )
+            )
         else:
             statuses.append(KeyStatus(key, None, False, resolved.message))
     return tuple(statuses)

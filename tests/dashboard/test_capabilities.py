@@ -54,3 +54,16 @@ def test_a_panel_whose_metric_is_not_exposed_is_unavailable_with_the_reason() ->
     assert any("speculative-decoding" in reason for reason in spec_decode.reasons)
     gpu = statuses["gpu.util"]
     assert gpu.verdict == Verdict.UNAVAILABLE and gpu.needs[0].name is None
+
+
+def test_a_panel_some_replicas_cannot_feed_says_which_ones() -> None:
+    fleet = fleet_named("partly")
+    for instance, name in (
+        ("a:1", "vllm:kv_cache_usage_perc"),
+        ("b:1", "vllm:num_requests_running"),
+    ):
+        samples = [(name, M, 0.5)]
+        endpoint_with_scrapes(fleet, instance, [(0, samples)], types={name: "gauge"})
+    kv = {s.id: s for s in capability_map(fleet=fleet)}["engine.kv"]
+    assert kv.verdict == Verdict.READY
+    assert any("1 of 2 endpoints" in r and "b:1" in r for r in kv.reasons), kv.reasons
