@@ -18,7 +18,7 @@ from django.core.cache import cache
 from inventory.models import Fleet
 
 # Reasons that mean the source itself failed (as opposed to one query or metric).
-SOURCE_DOWN_REASONS = frozenset({"prometheus-unavailable", "timeout", "server-error"})
+SOURCE_DOWN_REASONS = frozenset({"prometheus-unavailable", "timeout", "server-error", "bad-answer"})
 KEEP_SECONDS = 24 * 3600
 
 

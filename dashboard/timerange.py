@@ -18,6 +18,8 @@ DEFAULT_RANGE = "1h"
 # About this many points per series on a chart: enough for detail, cheap to draw.
 TARGET_POINTS = 240
 MIN_STEP_SECONDS = 15.0
+# No metrics source holds samples before the Unix epoch; a range must start after it.
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class RangeError(ValueError):
@@ -44,7 +46,16 @@ def parse_range(since: str | None, end: str | None, *, now: datetime) -> TimeRan
             raise RangeError(f"end {end[:40]!r} is not an ISO 8601 time") from None
         if stop.tzinfo is None:
             raise RangeError("end needs a time zone (use Z for UTC)")
-        stop = min(stop.astimezone(UTC), now)
+        try:
+            stop = min(stop.astimezone(UTC), now)
+        except OverflowError:
+            # Only a year-1 or year-9999 time shifted past the calendar's edge gets here.
+            edge = "before" if stop.year == 1 else "after"
+            raise RangeError(f"end {end[:40]!r} is {edge} the times a range can hold") from None
+        if stop - EPOCH < length:
+            raise RangeError(
+                f"end {end[:40]!r} is before {EPOCH:%Y-%m-%d} plus the range ({label})"
+            )
     else:
         stop = now
     step = max(MIN_STEP_SECONDS, length.total_seconds() / TARGET_POINTS)

@@ -21,17 +21,15 @@ def build_application() -> ProtocolTypeRouter:
 
     from channels.auth import AuthMiddlewareStack
     from channels.routing import ProtocolTypeRouter, URLRouter
-    from channels.security.websocket import AllowedHostsOriginValidator
 
     from fleetscope.lib.heap import freeze_startup_heap
+    from fleetscope.origin import SameOriginValidator
     from fleetscope.routing import websocket_urlpatterns
 
     application = ProtocolTypeRouter(
         {
             "http": django_asgi_app,
-            "websocket": AllowedHostsOriginValidator(
-                AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-            ),
+            "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
         }
     )
     # Import the views (and numpy) now, not on the first request, so they are

@@ -8,8 +8,10 @@ instead of misbehaving later.
 from __future__ import annotations
 
 import builtins
+import logging
 import os
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +23,10 @@ from django.core.exceptions import ImproperlyConfigured
 TRUE_WORDS = frozenset({"true", "on"})
 FALSE_WORDS = frozenset({"false", "off"})
 HOSTLESS_SCHEMES = frozenset({"unix", "sqlite"})
+LOG_LEVELS = tuple(
+    logging.getLevelName(level)
+    for level in (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR, logging.CRITICAL)
+)
 
 
 class Env:
@@ -83,6 +89,25 @@ class Env:
             return list(default)
         return [item.strip() for item in value.split(",") if item.strip()]
 
+    def log_level(self, name: builtins.str, default: builtins.str) -> builtins.str:
+        """A logging level name, any case, as logging spells it (`INFO`)."""
+        value = self.raw(name)
+        if value is None:
+            return default
+        if value.upper() not in LOG_LEVELS:
+            raise ImproperlyConfigured(
+                f"{name}: expected one of {', '.join(LOG_LEVELS)}, got {value[:40]!r}"
+            )
+        return value.upper()
+
+    def origins(self, name: builtins.str) -> builtins.list[builtins.str]:
+        """Comma-separated origins, each `http(s)://host[:port]` (`*.` before the host
+        for its subdomains, as Django takes them); nothing else."""
+        origins = self.list(name, [])
+        for origin in origins:
+            check_origin(name, origin)
+        return origins
+
     def secret(self, name: builtins.str) -> builtins.str | None:
         """NAME, or the contents of the file named by NAME_FILE (not both)."""
         direct = self.raw(name)
@@ -129,6 +154,47 @@ def parse_service_url(name: str, value: str, schemes: frozenset[str]) -> SplitRe
     if parts.fragment:
         raise ImproperlyConfigured(f"{name}: URL must not have a #fragment")
     return parts
+
+
+def check_origin(name: str, value: str) -> None:
+    """`value` is an origin as Django's CSRF check and the websocket check compare them."""
+    shown = value[:80]
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or "://" not in value:
+        raise ImproperlyConfigured(
+            f"{name}: {shown!r} needs a scheme: http:// or https:// before the host"
+        )
+    try:
+        parts.port  # noqa: B018  # raises on a port that is not 0-65535
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}: {shown!r} has a bad port") from None
+    host = (parts.hostname or "").removeprefix("*.")
+    if not host or any(ch.isspace() for ch in value) or "\\" in value:
+        raise ImproperlyConfigured(f"{name}: {shown!r} has no host")
+    if "@" in parts.netloc:
+        raise ImproperlyConfigured(f"{name}: {shown!r} must not hold a user or password")
+    # Django compares origins as exact strings: even a trailing slash never matches.
+    if parts.path or parts.query or parts.fragment or value.endswith(("?", "#")):
+        raise ImproperlyConfigured(
+            f"{name}: {shown!r} is an origin, scheme://host[:port], without a path or slash"
+        )
+
+
+def writable_dir(name: str, path: Path) -> Path:
+    """`path`, created if missing, after proving a file can be written in it."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except FileExistsError:
+        raise ImproperlyConfigured(f"{name}: {str(path)!r} exists and is not a directory") from None
+    except OSError as exc:
+        if path.is_dir():
+            raise ImproperlyConfigured(
+                f"{name}: {str(path)!r} is not writable: {exc.strerror}"
+            ) from None
+        raise ImproperlyConfigured(f"{name}: cannot create {str(path)!r}: {exc.strerror}") from None
+    return path
 
 
 @contextmanager

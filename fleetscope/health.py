@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from inventory.heartbeat import heartbeat_age_seconds
 from inventory.prometheus import PrometheusError, prometheus_ping
 
 CHECK_TIMEOUT_SECONDS = 2.0
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -25,8 +27,10 @@ class CheckResult:
     required: bool
     latency_seconds: float
     error: str = ""
+    # Where the component lives (host, port, user in a driver's message): staff only.
+    detail: str = ""
 
-    def as_json(self) -> dict[str, object]:
+    def as_json(self, *, staff: bool = False) -> dict[str, object]:
         body: dict[str, object] = {
             "status": "ok" if self.ok else "down",
             "required": self.required,
@@ -34,6 +38,8 @@ class CheckResult:
         }
         if self.error:
             body["error"] = self.error
+        if staff and self.detail:
+            body["detail"] = self.detail
         return body
 
 
@@ -42,12 +48,18 @@ def _timed(name: str, required: bool, probe: Callable[[], None]) -> CheckResult:
     try:
         probe()
     except CheckFailed as exc:
-        return CheckResult(name, False, required, time.perf_counter() - started, str(exc))
+        elapsed = time.perf_counter() - started
+        return CheckResult(name, False, required, elapsed, str(exc), exc.detail)
     return CheckResult(name, True, required, time.perf_counter() - started)
 
 
 class CheckFailed(Exception):
-    """A dependency did not answer; the message is safe to show (no secrets, no bodies)."""
+    """A dependency did not answer; the message is safe to show to anyone (no secrets, no
+    bodies, no host or port); `detail`, if any, only to staff."""
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 def _database() -> None:
@@ -55,9 +67,11 @@ def _database() -> None:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
     except DatabaseError as exc:
-        # Keep only the first line: driver messages can span several and include the DSN host.
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CheckFailed(f"database unreachable: {first_line}") from None
+        # Driver messages name the host, port and user: the first line goes to the log and
+        # to staff, everyone else sees the error's class.
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        logger.warning("readiness: database unreachable: %s", first_line or type(exc).__name__)
+        raise CheckFailed(f"database unreachable: {type(exc).__name__}", first_line) from None
 
 
 def _broker() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from fleetscope.env import Env
+from fleetscope.env import Env, writable_dir
 from fleetscope.lib.channel_layers import redis_channel_layers
 
 env = Env()
@@ -36,13 +36,14 @@ if "*" in ALLOWED_HOSTS and not DEBUG:
     raise ImproperlyConfigured(
         "ALLOWED_HOSTS: '*' is refused when DEBUG is off; list the host names users type"
     )
-CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", [])
+CSRF_TRUSTED_ORIGINS = env.origins("CSRF_TRUSTED_ORIGINS")
 
 # --- Services --------------------------------------------------------------
 
 _database_url = env.url("DATABASE_URL", frozenset({"postgres", "postgresql", "sqlite"}))
 if _database_url is None:
-    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    # The embedded database lives there: find out now, not on the first write.
+    writable_dir("FLEETSCOPE_VAR_DIR", VAR_DIR)
     DATABASES: dict[str, dj_database_url.DBConfig] = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
@@ -95,6 +96,20 @@ FLEETSCOPE_SCRAPE_PROCESSES = env.int(
 FLEETSCOPE_SCRAPE_CONCURRENCY = env.int("FLEETSCOPE_SCRAPE_CONCURRENCY", 64, minimum=1)
 # Where scrapes may go. Link-local and cloud metadata addresses are always refused.
 FLEETSCOPE_OUTBOUND_ALLOW = env.list("FLEETSCOPE_OUTBOUND_ALLOW", [])
+
+
+def _check_outbound_allow(entries: list[str]) -> None:
+    """The scrape pool and the registration form build this policy later; a bad entry
+    would fail there on every cycle and form, so it fails start-up instead."""
+    from inventory.scraping import OutboundPolicy
+
+    try:
+        OutboundPolicy(allow=entries)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"FLEETSCOPE_OUTBOUND_ALLOW: {exc}") from None
+
+
+_check_outbound_allow(FLEETSCOPE_OUTBOUND_ALLOW)
 FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK = env.bool("FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK", default=False)
 # Embedded sample store: how long frames are kept and their minimum spacing per endpoint.
 FLEETSCOPE_STORE_RETENTION_HOURS = env.float("FLEETSCOPE_STORE_RETENTION_HOURS", 24.0, minimum=0.1)
@@ -133,7 +148,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "fleetscope.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -240,7 +255,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env.log_level("LOG_LEVEL", "INFO")},
     # httpx logs every request at INFO: one line per endpoint per scrape cycle is noise.
     "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_not_required
+from django.db.utils import DatabaseError
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -17,14 +18,23 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok"})
 
 
+def _is_staff(request: HttpRequest) -> bool:
+    try:
+        return bool(request.user.is_authenticated and request.user.is_staff)
+    except DatabaseError:  # the session lives in the database, which may be what is down
+        return False
+
+
 @login_not_required
 @never_cache
 @require_GET
 def readyz(request: HttpRequest) -> JsonResponse:
     results = readiness_checks()
     ready = all(result.ok for result in results if result.required)
+    staff = _is_staff(request)
     body = {
         "status": "ready" if ready else "not ready",
-        "checks": {result.name: result.as_json() for result in results},
+        # Connection details (host, port, user) only for staff: anyone may call /readyz.
+        "checks": {result.name: result.as_json(staff=staff) for result in results},
     }
     return JsonResponse(body, status=200 if ready else 503)

@@ -36,6 +36,9 @@ READ_ONLY_PATHS = frozenset(
 # A dashboard never needs more; a bigger answer is a runaway query, not data.
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 EXCERPT_CHARS = 160
+# What each query API may answer (Prometheus' documented `resultType`s).
+RANGE_RESULT_TYPES = frozenset({"matrix"})
+INSTANT_RESULT_TYPES = frozenset({"vector", "matrix"})
 
 
 class PrometheusError(Exception):
@@ -71,6 +74,19 @@ class PrometheusServerError(PrometheusError):
 
     retryable = True
     reason = "server-error"
+
+
+class PrometheusBadAnswer(PrometheusError):
+    """A 200 `success` whose JSON is not in the shape Prometheus' API documents (no `data`,
+    a `result` that is not a list, rows that are not series, value pairs that are not
+    `[time, "value"]`): a broken proxy, or something else on Prometheus' port. Asking
+    again gets the same answer. The message says what was wrong, never what was sent."""
+
+    retryable = False
+    reason = "bad-answer"
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"prometheus answered success in the wrong shape: {what}")
 
 
 @dataclass(frozen=True)
@@ -189,16 +205,47 @@ def _api_get(
     return payload
 
 
-def _answer(payload: dict[str, Any]) -> PrometheusAnswer:
-    data = payload.get("data")
-    if not isinstance(data, dict) or not isinstance(data.get("result"), list):
-        raise PrometheusServerError("prometheus answered success without a result")
-    warnings = payload.get("warnings") or ()
-    return PrometheusAnswer(
-        str(data.get("resultType", "")),
-        data["result"],
-        tuple(excerpt(str(w)) for w in warnings),
+def is_sample_pair(value: object) -> bool:
+    """`[time, "value"]`, as Prometheus writes one sample."""
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and isinstance(value[0], int | float)
+        and not isinstance(value[0], bool)
+        and isinstance(value[1], str)
     )
+
+
+def _answer(payload: dict[str, Any], result_types: frozenset[str]) -> PrometheusAnswer:
+    """The answer, once its shape is what the API documents for `result_types`: every row
+    an object with string labels, a matrix row's `values` a list (its pairs are checked
+    where they are read, in numpy), a vector row's `value` one sample pair."""
+    data = payload.get("data")
+    if not isinstance(data, dict):
+        raise PrometheusBadAnswer("no data object")
+    result_type, result = data.get("resultType"), data.get("result")
+    if not isinstance(result, list):
+        raise PrometheusBadAnswer("result is not a list")
+    if result_type not in result_types:
+        wanted = " or ".join(sorted(result_types))
+        shown = excerpt(str(result_type), 20)
+        raise PrometheusBadAnswer(f"result type {shown!r} where a {wanted} was expected")
+    for row in result:
+        if not isinstance(row, dict):
+            raise PrometheusBadAnswer("a series is not an object")
+        metric = row.get("metric")
+        if not isinstance(metric, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metric.items()
+        ):
+            raise PrometheusBadAnswer("a series' labels are not an object of strings")
+        if result_type == "matrix" and not isinstance(row.get("values", []), list):
+            raise PrometheusBadAnswer("a series' values are not a list")
+        if result_type == "vector" and not is_sample_pair(row.get("value")):
+            raise PrometheusBadAnswer('a sample\'s value pair is not [time, "value"]')
+    warnings = payload.get("warnings") or []
+    if not isinstance(warnings, list):
+        raise PrometheusBadAnswer("warnings are not a list")
+    return PrometheusAnswer(str(result_type), result, tuple(excerpt(str(w)) for w in warnings))
 
 
 def _seconds(at: datetime) -> str:
@@ -229,18 +276,19 @@ def prometheus_query_range(
     payload = _api_get(
         base_url, "/api/v1/query_range", timeout_seconds=timeout_seconds, params=params
     )
-    return _answer(payload)
+    return _answer(payload, RANGE_RESULT_TYPES)
 
 
 def prometheus_query(
     base_url: str, *, query: str, at: datetime, timeout_seconds: float
 ) -> PrometheusAnswer:
-    """GET /api/v1/query at one instant."""
+    """GET /api/v1/query at one instant: a vector, or a matrix for a range selector
+    (scalar and string answers are refused; FleetScope asks for neither)."""
     if not (math.isfinite(timeout_seconds) and timeout_seconds > 0):
         raise ValueError("a Prometheus query needs a positive timeout")
     params = {"query": query, "time": _seconds(at), "timeout": f"{timeout_seconds:g}s"}
     payload = _api_get(base_url, "/api/v1/query", timeout_seconds=timeout_seconds, params=params)
-    return _answer(payload)
+    return _answer(payload, INSTANT_RESULT_TYPES)
 
 
 def prometheus_ping(base_url: str, *, timeout_seconds: float) -> None:

@@ -13,19 +13,12 @@ from django.utils.text import slugify
 
 from inventory.models import Endpoint, Fleet, PrometheusSource
 from inventory.prometheus import PrometheusError, excerpt, prometheus_active_targets
-from inventory.scraping import ALLOWED_BY_ALLOW_LIST, ALLOWED_BY_LOOPBACK, BlockedByPolicy
+from inventory.scraping import BlockedByPolicy, policy_refusal
 from inventory.services import outbound_policy
 from inventory.targets import TargetFileError, TargetSpec, targets_from_prometheus
 
 MAX_LABELS = 32
 MAX_LABEL_BYTES = 256
-
-# What to set to let a refused address through (inventory.services.outbound_policy reads
-# these settings); metadata, link-local and malformed targets have no such setting.
-POLICY_SETTING_HINTS = {
-    ALLOWED_BY_LOOPBACK: "set FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK=true to allow it",
-    ALLOWED_BY_ALLOW_LIST: "add it to FLEETSCOPE_OUTBOUND_ALLOW to allow it",
-}
 
 
 class RegistrationError(ValueError):
@@ -53,12 +46,6 @@ def endpoint_url_check(url: str) -> None:
         outbound_policy().check_url(url)
     except BlockedByPolicy as exc:
         raise ValidationError(f"{url[:200]}: {policy_refusal(exc)}") from None
-
-
-def policy_refusal(exc: BlockedByPolicy) -> str:
-    """`blocked by policy: <reason>`, naming the setting that would allow it when one would."""
-    hint = POLICY_SETTING_HINTS.get(exc.allowed_by or "")
-    return f"blocked by policy: {exc.reason}" + (f" ({hint})" if hint else "")
 
 
 def fleet_slug_clean(slug: str) -> str:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import replace
 from typing import Literal
 
 from django.conf import settings
 
+from inventory.prometheus import PrometheusBadAnswer
 from inventory.store import StoreWindow
 from queries.buckets import common_edges_only
 from queries.local import LOOKBACK_SECONDS, run_local, store_needs
@@ -64,31 +65,49 @@ def _run_on_prometheus(plans: Mapping[str, Plan]) -> dict[str, QueryResult]:
     widest = max(plans.values(), key=lambda plan: plan.window.end - plan.window.start)
     reach = max(_reach(plan) for plan in plans.values())
 
-    def up() -> dict[str, int]:
-        return failed_scrapes(
-            instances, widest.window, reach, base_url=base_url, timeout_seconds=timeout
-        )
+    def up() -> tuple[dict[str, int], str]:
+        """Failed scrapes per instance, and why they are unknown ("" when they are not)."""
+        try:
+            found = failed_scrapes(
+                instances, widest.window, reach, base_url=base_url, timeout_seconds=timeout
+            )
+        except PrometheusBadAnswer as exc:
+            return {}, str(exc)
+        return found, ""
 
     def one(key: tuple[str, Window]) -> Fetched:
         return fetch(key[0], key[1], base_url=base_url, timeout_seconds=timeout)
 
+    waiting: dict[tuple[str, Window], list[str]] = {}
+    for name, plan in plans.items():
+        waiting.setdefault((compiled[name].promql, plan.window), []).append(name)
     workers = max(1, min(MAX_PARALLEL_QUERIES, len(distinct) + 1))
+    drafts: dict[str, QueryResult] = {}
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="promql") as pool:
         failures = pool.submit(up)
-        answers = dict(zip(distinct, pool.map(one, distinct), strict=True))
-        failed_by_instance = failures.result()
-    results = {}
-    for name, plan in plans.items():
-        key = (compiled[name].promql, plan.window)
-        result = result_from(plan, compiled[name], answers[key])
-        results[name] = _finished(plan, _with_failed_scrapes(plan, result, failed_by_instance))
-    return results
+        futures = {pool.submit(one, key): key for key in distinct}
+        # Each answer is turned into its plans' results as it arrives, while the slower
+        # queries are still out: the conversion overlaps the wait instead of adding to it.
+        for future in as_completed(futures):
+            for name in waiting[futures[future]]:
+                drafts[name] = result_from(plans[name], compiled[name], future.result())
+        failed_by_instance, unknown = failures.result()
+    return {
+        name: _finished(plan, _with_failed_scrapes(plan, drafts[name], failed_by_instance, unknown))
+        for name, plan in plans.items()
+    }
 
 
-def _with_failed_scrapes(plan: Plan, result: QueryResult, failed: Mapping[str, int]) -> QueryResult:
-    """The local backend's `partial` for failed scrapes, from Prometheus' `up`."""
+def _with_failed_scrapes(
+    plan: Plan, result: QueryResult, failed: Mapping[str, int], unknown: str = ""
+) -> QueryResult:
+    """The local backend's `partial` for failed scrapes, from Prometheus' `up`; `partial`
+    too when `up` came back malformed (`unknown` says how), as no one can tell then."""
     if not result.has_data:
         return result
+    if unknown:
+        note = f"failed scrapes unknown: {unknown}"
+        return replace(result, status="partial", warnings=(*result.warnings, note))
     read = {i for key in plan.keys.values() for i in key.instances}
     found = sorted((i, n) for i, n in failed.items() if i in read)
     if not found:

@@ -13,8 +13,10 @@ from inventory.scraping.outbound import (
 from inventory.scraping.policy import (
     ALLOWED_BY_ALLOW_LIST,
     ALLOWED_BY_LOOPBACK,
+    POLICY_SETTING_HINTS,
     BlockedByPolicy,
     OutboundPolicy,
+    policy_refusal,
 )
 from inventory.scraping.pool import (
     ScrapeConfig,
@@ -33,6 +35,7 @@ from inventory.scraping.scraper import (
 __all__ = [
     "ALLOWED_BY_ALLOW_LIST",
     "ALLOWED_BY_LOOPBACK",
+    "POLICY_SETTING_HINTS",
     "REQUEST_OBSERVERS",
     "BlockedByPolicy",
     "ErrorKind",
@@ -45,6 +48,7 @@ __all__ = [
     "ScrapePool",
     "Scraper",
     "WriteAttempted",
+    "policy_refusal",
     "scrape_session",
     "shard_of",
     "sync_client",

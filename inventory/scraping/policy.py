@@ -124,6 +124,20 @@ class BlockedByPolicy(Exception):
         self.allowed_by = allowed_by
 
 
+# The setting behind each of those arguments (inventory.services.outbound_policy reads
+# them), so that every refusal tells the operator what would let the target through.
+POLICY_SETTING_HINTS = {
+    ALLOWED_BY_LOOPBACK: "set FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK=true to allow it",
+    ALLOWED_BY_ALLOW_LIST: "add it to FLEETSCOPE_OUTBOUND_ALLOW to allow it",
+}
+
+
+def policy_refusal(exc: BlockedByPolicy) -> str:
+    """`blocked by policy: <reason>`, naming the setting that would allow it when one would."""
+    hint = POLICY_SETTING_HINTS.get(exc.allowed_by or "")
+    return f"blocked by policy: {exc.reason}" + (f" ({hint})" if hint else "")
+
+
 @dataclass(frozen=True, slots=True)
 class ParsedTarget:
     """A registration-time-valid URL, normalised."""

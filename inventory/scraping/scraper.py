@@ -25,7 +25,7 @@ import aiohttp
 
 from inventory.exposition import ExpositionError, Family, LabelCache, parse
 from inventory.scraping.outbound import scrape_session
-from inventory.scraping.policy import BlockedByPolicy, OutboundPolicy
+from inventory.scraping.policy import BlockedByPolicy, OutboundPolicy, policy_refusal
 from inventory.snapshot import InventorySnapshot, inventory_snapshot
 from inventory.store import EncodedFrame, LayoutMemo, frame_encode
 
@@ -180,7 +180,7 @@ class Scraper:
         try:
             literal = self.policy.check_literal(host)
         except BlockedByPolicy as exc:
-            raise ScrapeFailed(ErrorKind.BLOCKED, f"blocked by policy: {exc.reason}") from None
+            raise ScrapeFailed(ErrorKind.BLOCKED, policy_refusal(exc)) from None
         if literal is not None:
             return literal
         try:
@@ -200,7 +200,7 @@ class Scraper:
             for address in addresses:
                 self.policy.check_address(address, host)
         except BlockedByPolicy as exc:
-            raise ScrapeFailed(ErrorKind.BLOCKED, f"blocked by policy: {exc.reason}") from None
+            raise ScrapeFailed(ErrorKind.BLOCKED, policy_refusal(exc)) from None
         return addresses[0]
 
     def _compact(self, outcome: ScrapeOutcome, families: list[Family]) -> None:

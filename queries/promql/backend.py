@@ -6,22 +6,26 @@ the plan and the HTTP client in `inventory.prometheus`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from fleetscope.lib.lru import LruCache
 from inventory.prometheus import (
     PrometheusAnswer,
+    PrometheusBadAnswer,
     PrometheusError,
     prometheus_query,
     prometheus_query_range,
 )
 from queries.plan import Plan
 from queries.promql.compile import Compiled, compile_plan
+from queries.promql.grid import matrix_on_grid
 from queries.promql.text import any_of_regex, duration, matcher, selector
-from queries.quantiles import dropped_edges_warning, quantiles_from_buckets
+from queries.quantiles import LabelSet, dropped_edges_warning, quantiles_from_buckets
 from queries.result import QueryResult, ResultSeries, failed, unavailable
 from queries.spec import Quantile, Window
 
@@ -31,31 +35,22 @@ MAX_SERIES = 500
 MAX_BUCKET_SERIES = 500 * 64
 
 
-def points_by_ms(values: list[Any]) -> dict[int, float]:
-    """Prometheus' [[t, "v"], ...] keyed by millisecond, values parsed ("NaN", "+Inf" too)."""
-    points = {}
-    for stamp, text in values:
-        try:
-            points[round(float(stamp) * 1000)] = float(text)
-        except (TypeError, ValueError):
-            continue
-    return points
-
-
 def on_grid(values: list[Any], grid_ms: np.ndarray) -> np.ndarray:
     """Prometheus' [[t, "v"], ...] spread over `grid_ms` (NaN where there is no point), in
     numpy: a range answer is mostly this conversion, done for every series of every panel.
-    A malformed pair sends the row through `points_by_ms`, which skips just that pair."""
+    Values parse as Prometheus writes them ("NaN", "+Inf" too); anything that is not a
+    pair of a time and a number raises PrometheusBadAnswer: the whole answer is suspect."""
     out = np.full(len(grid_ms), np.nan)
     if not values:
         return out
     try:
         pairs = np.array(values, dtype=object)
+        if pairs.ndim != 2 or pairs.shape[1] != 2:
+            raise ValueError("not pairs")
         stamps = np.rint(pairs[:, 0].astype(np.float64) * 1000).astype(np.int64)
         parsed = pairs[:, 1].astype(np.float64)
-    except (TypeError, ValueError, IndexError):
-        points = points_by_ms(values)
-        return np.array([points.get(int(t), np.nan) for t in grid_ms], dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise PrometheusBadAnswer('a value pair is not [time, "number"]') from None
     where = np.searchsorted(grid_ms, stamps)
     inside = where < len(grid_ms)
     hits = inside.copy()
@@ -100,7 +95,13 @@ def result_from(plan: Plan, compiled: Compiled, fetched: Fetched) -> QueryResult
     if fetched.answer is None:
         assert fetched.error is not None
         return failed(fetched.error.reason, str(fetched.error), plan.resolved_name)
-    answer = fetched.answer
+    try:
+        return _result_of(plan, compiled, fetched.answer)
+    except PrometheusBadAnswer as exc:  # the pairs, checked as numpy reads them
+        return failed(exc.reason, str(exc), plan.resolved_name)
+
+
+def _result_of(plan: Plan, compiled: Compiled, answer: PrometheusAnswer) -> QueryResult:
     window = plan.window
     warnings = [*plan.warnings, *compiled.warnings]
     grid = tuple(window.timestamps())
@@ -111,7 +112,8 @@ def result_from(plan: Plan, compiled: Compiled, fetched: Fetched) -> QueryResult
         warnings.append(f"showing the first {limit} of {len(rows)} series")
         rows = rows[:limit]
     if compiled.quantile is not None:
-        series = _quantile_series(plan, compiled.quantile, rows, grid, grid_ms, warnings)
+        per_le = _bucket_rates(answer.result, rows, grid_ms)
+        series = _quantile_series(plan, compiled.quantile, per_le, grid, warnings)
     else:
         series = []
         for row in rows:
@@ -134,22 +136,38 @@ def result_from(plan: Plan, compiled: Compiled, fetched: Fetched) -> QueryResult
     )
 
 
+# Bucket rates of recent answers on their grid: p50, p90 and p99 of one histogram are
+# three plans sharing one answer (one query), converted once. Keyed by the identity of the
+# answer's rows; the entry holds them, so that id cannot be reused while it lives.
+_BUCKET_RATES: LruCache[tuple[int, bytes, int], tuple[list[Any], dict[LabelSet, np.ndarray]]] = (
+    LruCache(64)
+)
+
+
+def _bucket_rates(
+    answered: list[Any], rows: list[dict[str, Any]], grid_ms: np.ndarray
+) -> dict[LabelSet, np.ndarray]:
+    """`rows` (sorted and capped from `answered`, an answer's result) keyed by their sorted
+    labels, on the grid, in one numpy pass per answer."""
+
+    def convert() -> tuple[list[Any], dict[LabelSet, np.ndarray]]:
+        matrix = matrix_on_grid(rows, grid_ms)
+        labels = (tuple(sorted(dict(row.get("metric", {})).items())) for row in rows)
+        return answered, {key: matrix[i] for i, key in enumerate(labels)}
+
+    kept = _BUCKET_RATES.get_or_make((id(answered), grid_ms.tobytes(), len(rows)), convert)
+    return kept[1] if kept[0] is answered else convert()[1]
+
+
 def _quantile_series(
     plan: Plan,
     q: float,
-    rows: list[dict[str, Any]],
+    per_le: dict[LabelSet, np.ndarray],
     grid: tuple[float, ...],
-    grid_ms: np.ndarray,
     warnings: list[str],
 ) -> list[ResultSeries]:
     spec = plan.spec
     assert isinstance(spec, Quantile)
-    per_le = {
-        tuple(sorted(dict(row.get("metric", {})).items())): on_grid(
-            row.get("values") or [], grid_ms
-        )
-        for row in rows
-    }
     resolved = plan.keys[spec.key]
     found = quantiles_from_buckets(q, per_le, spec.by, resolved)
     warning = dropped_edges_warning(resolved.name, found.dropped)
@@ -169,7 +187,8 @@ def failed_scrapes(
     """Failed scrapes per instance from Prometheus' own `up` over the window and `reach`
     before it (what the local backend counts from the store's failed scrapes), so a page
     says `partial` for the same reason whichever backend drew it. Empty when Prometheus
-    cannot say: the panels' own queries report that failure."""
+    cannot say: the panels' own queries report that failure. Raises PrometheusBadAnswer
+    when Prometheus answered in the wrong shape, which the panels' queries cannot show."""
     if not instances:
         return {}
     span = (window.end - window.start).total_seconds() + reach_seconds
@@ -182,16 +201,21 @@ def failed_scrapes(
         answer = prometheus_query(
             base_url, query=promql, at=window.end, timeout_seconds=timeout_seconds
         )
+    except PrometheusBadAnswer:
+        raise
     except PrometheusError:
         return {}
+    if answer.result_type != "vector":
+        raise PrometheusBadAnswer(f"`up` answered a {answer.result_type}, not a vector")
     found: dict[str, int] = {}
-    for row in answer.result:
-        instance = str(row.get("metric", {}).get("instance", ""))
-        value = row.get("value") or (None, "nan")
+    for row in answer.result:  # rows, labels and pairs checked by the client
+        instance = row["metric"].get("instance", "")
         try:
-            count = float(value[1])
-        except (TypeError, ValueError, IndexError):
-            continue
+            count = float(row["value"][1])
+        except ValueError:
+            raise PrometheusBadAnswer("an `up` count is not a number") from None
+        if math.isinf(count):
+            raise PrometheusBadAnswer("an `up` count is infinite")
         if instance and count >= 1:
             found[instance] = max(found.get(instance, 0), int(count))
     return found

@@ -46,8 +46,10 @@ async def session_cookie() -> AsyncIterator[str]:
     yield await sync_to_async(login)()
 
 
-def communicator(fleet: Fleet, *, cookie: str | None, origin: str | None) -> WebsocketCommunicator:
-    headers = [(b"host", b"127.0.0.1")]
+def communicator(
+    fleet: Fleet, *, cookie: str | None, origin: str | None, host: str = "127.0.0.1"
+) -> WebsocketCommunicator:
+    headers = [(b"host", host.encode())]
     if origin is not None:
         headers.append((b"origin", origin.encode()))
     if cookie is not None:
@@ -94,6 +96,72 @@ async def test_foreign_null_or_missing_origins_are_rejected(
     fleet: Fleet, session_cookie: str, origin: str | None
 ) -> None:
     ws = communicator(fleet, cookie=session_cookie, origin=origin)
+    connected, _ = await ws.connect()
+    assert not connected
+
+
+@pytest.mark.parametrize(
+    ("host", "origin"),
+    [
+        ("127.0.0.1:8000", "http://127.0.0.1:9999"),
+        ("127.0.0.1:8000", "http://127.0.0.1"),
+        ("127.0.0.1", "http://127.0.0.1:9999"),
+        ("127.0.0.1:8000", "http://localhost:8000"),
+        ("[::1]:8000", "http://[::1]:9999"),
+    ],
+)
+async def test_an_origin_on_another_port_or_host_than_the_server_is_rejected(
+    fleet: Fleet, session_cookie: str, host: str, origin: str
+) -> None:
+    ws = communicator(fleet, cookie=session_cookie, origin=origin, host=host)
+    connected, _ = await ws.connect()
+    assert not connected
+
+
+@pytest.mark.parametrize(
+    ("host", "origin"),
+    [
+        ("127.0.0.1:8000", "http://127.0.0.1:8000"),
+        ("localhost:8001", "http://localhost:8001"),
+        ("127.0.0.1", "http://127.0.0.1"),
+        ("127.0.0.1:80", "http://127.0.0.1"),
+        ("localhost", "https://localhost"),  # behind a TLS proxy that keeps the Host header
+        ("[::1]:8000", "http://[::1]:8000"),
+    ],
+)
+async def test_an_origin_with_the_servers_own_host_and_port_is_accepted(
+    fleet: Fleet, session_cookie: str, host: str, origin: str
+) -> None:
+    ws = communicator(fleet, cookie=session_cookie, origin=origin, host=host)
+    connected, _ = await ws.connect()
+    assert connected
+    await ws.disconnect()
+
+
+async def test_an_origin_on_another_port_is_accepted_when_listed_as_trusted(
+    fleet: Fleet, session_cookie: str
+) -> None:
+    trusted = ["https://fleetscope.example.com", "http://127.0.0.1:9999"]
+    with override_settings(CSRF_TRUSTED_ORIGINS=trusted):
+        ws = communicator(
+            fleet, cookie=session_cookie, origin="http://127.0.0.1:9999", host="127.0.0.1:8000"
+        )
+        connected, _ = await ws.connect()
+        assert connected
+        await ws.disconnect()
+        # Listed with its port: the same host on a third port is still foreign.
+        other = communicator(
+            fleet, cookie=session_cookie, origin="http://127.0.0.1:9998", host="127.0.0.1:8000"
+        )
+        assert not (await other.connect())[0]
+
+
+async def test_a_host_outside_allowed_hosts_is_rejected_even_when_origin_matches_it(
+    fleet: Fleet, session_cookie: str
+) -> None:
+    ws = communicator(
+        fleet, cookie=session_cookie, origin="http://evil.example:8000", host="evil.example:8000"
+    )
     connected, _ = await ws.connect()
     assert not connected
 

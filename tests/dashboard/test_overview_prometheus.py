@@ -3,8 +3,9 @@ the outage has a start time and each panel its last good time, and nothing is dr
 
 A real Prometheus (Debian's package) is stopped mid-test for the outage. The
 other failures (503, 422, an HTML error page, a hang, `success` with warnings,
-one failing query among many) are answers a real Prometheus cannot be made to
-give on demand, so a small stand-in HTTP server gives them, and says so.
+`success` in the wrong shape, one failing query among many) are answers a real
+Prometheus cannot be made to give on demand, so a small stand-in HTTP server gives
+them, and says so.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from django.test import override_settings
+from django.test import Client, override_settings
 from django.utils import timezone
 
 from dashboard.overview import OverviewRequest, overview_compute, overview_json
@@ -199,3 +200,152 @@ def test_one_failing_query_leaves_the_other_panels_drawn(fleet: Fleet) -> None:
         "/api/v1/query",
     }
     assert {method for method, _ in server.requests} == {"GET"}
+
+
+def range_answer(handler: BaseHTTPRequestHandler, data: object) -> None:
+    """A 200 `success` whose `data` is `data` for range queries; a clean `up` answer."""
+    if handler.path.startswith("/api/v1/query?"):
+        json_answer(200, {"status": "success", "data": {"resultType": "vector", "result": []}})(
+            handler
+        )
+        return
+    body = {"status": "success"} if data is MISSING else {"status": "success", "data": data}
+    json_answer(200, body)(handler)
+
+
+MISSING = object()
+BIG = "x" * 200_000
+POINT = [1_700_000_000, "1"]
+# Valid JSON of the wrong shape: what a broken proxy, a bad gateway or another product on
+# Prometheus' port can send. A real Prometheus never does, so a stand-in server sends it.
+WRONG_SHAPES = {
+    "odd value pairs": (
+        {"resultType": "matrix", "result": [{"metric": {}, "values": [[1_700_000_000, "1", "2"]]}]},
+        "value pair",
+    ),
+    "a value pair of one element": (
+        {"resultType": "matrix", "result": [{"metric": {}, "values": [[1_700_000_000]]}]},
+        "value pair",
+    ),
+    "string rows": ({"resultType": "matrix", "result": ["up", BIG]}, "series is not an object"),
+    "a string metric": (
+        {"resultType": "matrix", "result": [{"metric": BIG, "values": [POINT]}]},
+        "labels are not an object",
+    ),
+    "label values that are not strings": (
+        {"resultType": "matrix", "result": [{"metric": {"instance": 7}, "values": [POINT]}]},
+        "labels are not an object",
+    ),
+    "values that are not a list": (
+        {"resultType": "matrix", "result": [{"metric": {}, "values": BIG}]},
+        "values are not a list",
+    ),
+    "a value that is not a number": (
+        {"resultType": "matrix", "result": [{"metric": {}, "values": [[1_700_000_000, BIG]]}]},
+        "value pair",
+    ),
+    "a result that is not a list": (
+        {"resultType": "matrix", "result": {"up": BIG}}, "result is not a list"
+    ),
+    "a vector where a range query needs a matrix": (
+        {"resultType": "vector", "result": [{"metric": {}, "value": POINT}]},
+        "'vector' where a matrix was expected",
+    ),
+    "data that is a string": (BIG, "no data object"),
+    "data missing": (MISSING, "no data object"),
+}  # fmt: skip
+
+
+@pytest.fixture
+def viewer(fleet: Fleet) -> Client:
+    from django.contrib.auth.models import User
+
+    client = Client()
+    client.force_login(User.objects.create_user("viewer", password="viewer-password-1"))
+    return client
+
+
+def overview_answer(client: Client, fleet: Fleet) -> dict:
+    response = client.get(f"/fleets/{fleet.slug}/overview.json?backend=prometheus&since=15m")
+    assert response.status_code == 200, response.content[:300]
+    return json.loads(response.content, parse_constant=lambda c: pytest.fail(f"bare {c}"))
+
+
+@pytest.mark.parametrize("case", list(WRONG_SHAPES))
+def test_a_prometheus_answer_of_the_wrong_shape_is_a_bad_answer_on_the_panel(
+    fleet: Fleet, viewer: Client, case: str
+) -> None:
+    data, what = WRONG_SHAPES[case]
+    respond = lambda h: range_answer(h, data)  # noqa: E731
+    with serving(respond) as server, override_settings(PROMETHEUS_URL=server.url("")):
+        payload = overview_answer(viewer, fleet)
+    panel = by_id(payload)["engine.kv"]
+    assert panel["status"] == "error"
+    assert panel["reasons"] == ["bad-answer"]
+    assert panel["figure"] is None
+    assert any(what in note for note in panel["notes"]), panel["notes"]
+    # Said in a line, never by echoing what was sent.
+    assert all(len(note) < 300 for p in payload["panels"] for note in p["notes"])
+
+
+def test_one_malformed_answer_leaves_the_other_panels_drawn(fleet: Fleet, viewer: Client) -> None:
+    def respond(handler: BaseHTTPRequestHandler) -> None:
+        if "time_to_first_token" in handler.path:
+            range_answer(handler, {"resultType": "matrix", "result": ["not a series"]})
+        else:
+            matrix_of_ones(handler)
+
+    with serving(respond) as server, override_settings(PROMETHEUS_URL=server.url("")):
+        payload = overview_answer(viewer, fleet)
+    panels = by_id(payload)
+    assert panels["latency.ttft"]["status"] == "error"
+    assert panels["latency.ttft"]["reasons"] == ["bad-answer"]
+    for drawn in ("traffic.requests", "engine.kv"):
+        assert panels[drawn]["status"] == "ok"
+    assert payload["source_state"]["status"] == "ok"
+
+
+@pytest.mark.parametrize(
+    "up",
+    [
+        {"resultType": "vector", "result": ["a:1"]},
+        {"resultType": "vector", "result": [{"metric": "a:1", "value": POINT}]},
+        {"resultType": "vector", "result": [{"metric": {"instance": "a:1"}, "value": "1"}]},
+        {"resultType": "vector", "result": {"a:1": 1}},
+        {"resultType": "vector", "result": [{"metric": {"instance": "a:1"}, "value": [1, "+Inf"]}]},
+        {"resultType": "vector", "result": [{"metric": {"instance": "a:1"}, "value": [1, "many"]}]},
+        {"resultType": "matrix", "result": []},
+        MISSING,
+    ],
+)
+def test_a_malformed_up_answer_leaves_the_panels_drawn_and_says_scrapes_are_unknown(
+    fleet: Fleet, viewer: Client, up: object
+) -> None:
+    def respond(handler: BaseHTTPRequestHandler) -> None:
+        if handler.path.startswith("/api/v1/query?"):
+            body = {"status": "success"} if up is MISSING else {"status": "success", "data": up}
+            json_answer(200, body)(handler)
+        else:
+            matrix_of_ones(handler)
+
+    with serving(respond) as server, override_settings(PROMETHEUS_URL=server.url("")):
+        payload = overview_answer(viewer, fleet)
+    panel = by_id(payload)["engine.kv"]
+    assert panel["status"] == "partial"
+    assert panel["figure"]["data"][0]["y"][0] == 1.0
+    assert any("failed scrapes unknown" in note for note in panel["notes"]), panel["notes"]
+
+
+def test_the_live_job_publishes_through_a_malformed_answer(fleet: Fleet) -> None:
+    from dashboard import live
+    from inventory.access import ViewScope
+
+    bad = {"resultType": "matrix", "result": [{"metric": "up", "values": [POINT]}]}
+    live.watch(ViewScope(fleet))
+    respond = lambda h: range_answer(h, bad)  # noqa: E731
+    with serving(respond) as server, override_settings(PROMETHEUS_URL=server.url("")):
+        assert live.overviews_publish() == 1
+    published = live.latest_overview(ViewScope(fleet))
+    assert published is not None
+    payload = json.loads(published)
+    assert by_id(payload)["engine.kv"]["reasons"] == ["bad-answer"]

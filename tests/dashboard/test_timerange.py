@@ -37,6 +37,10 @@ def test_end_is_parsed_as_utc_and_never_in_the_future() -> None:
         ("7y", None, "since must be one of"),
         ("1h", "yesterday", "is not an ISO 8601 time"),
         ("1h", "2026-11-29T08:00:00", "needs a time zone"),
+        ("1h", "0001-01-01T00:00:00Z", "end '0001-01-01T00:00:00Z' is before"),
+        ("3d", "1970-01-02T00:00:00Z", "is before"),
+        ("1h", "0001-01-01T00:30:00+01:00", "is before"),
+        ("1h", "9999-12-31T23:59:59-12:00", "is after"),
     ],
 )
 def test_bad_ranges_say_what_is_wrong(since: str, end: str | None, message: str) -> None:

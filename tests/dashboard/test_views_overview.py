@@ -57,6 +57,9 @@ def test_group_pages_require_login(client: Client, fleet_slug: str) -> None:
         ("group=billing", "group must be one of traffic, queue, latency, engine, gpu"),
         ("backend=graphite", "backend must be one of local, prometheus"),
         ("since=2y", "since must be one of"),
+        ("end=0001-01-01T00:00:00Z", "end '0001-01-01T00:00:00Z' is before"),
+        ("end=9999-12-31T23:59:59-12:00", "end '9999-12-31T23:59:59-12:00' is after"),
+        ("since=3d&end=1970-01-02T00:00:00Z", "end '1970-01-02T00:00:00Z' is before"),
     ],
 )
 def test_bad_filters_get_a_clear_message(

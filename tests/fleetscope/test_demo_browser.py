@@ -68,6 +68,19 @@ def demo(tmp_path: Path) -> Iterator[Demo]:
         process.wait()
 
 
+def test_make_demo_writes_the_settings_the_readme_loads(demo: Demo, tmp_path: Path) -> None:
+    # README: "set -a; . var/demo.env; set +a" before its commands, beside a running demo.
+    var = tmp_path / "var"
+    lines = (var / "demo.env").read_text(encoding="utf-8").splitlines()
+    settings = dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+    assert settings == {
+        "FLEETSCOPE_VAR_DIR": str(var),
+        "FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK": "true",
+        "SECRET_KEY_FILE": str(var / "secret-key"),
+    }
+    assert (var / "secret-key").stat().st_mode & 0o077 == 0
+
+
 def test_make_demo_serves_login_then_the_base_layout(demo: Demo) -> None:
     with chromium() as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 800})

@@ -71,3 +71,38 @@ def test_url_rejects_malformed_values(value: str, message: str) -> None:
 
 def test_list_splits_on_commas_and_drops_blanks() -> None:
     assert Env({"H": "a.example, b.example,,"}).list("H", []) == ["a.example", "b.example"]
+
+
+def test_log_level_takes_logging_names_in_any_case() -> None:
+    assert Env({"LOG_LEVEL": " debug "}).log_level("LOG_LEVEL", "INFO") == "DEBUG"
+    assert Env({}).log_level("LOG_LEVEL", "INFO") == "INFO"
+    with pytest.raises(ImproperlyConfigured, match=r"^LOG_LEVEL: expected one of DEBUG, INFO"):
+        Env({"LOG_LEVEL": "WARN"}).log_level("LOG_LEVEL", "INFO")
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("example.com", "needs a scheme"),
+        ("ws://example.com", "needs a scheme"),
+        ("https://", "has no host"),
+        ("https://example.com:0x50", "bad port"),
+        ("https://user:pw@example.com", "must not hold a user or password"),
+        ("https://example.com/dashboard", "without a path"),
+        ("http://127.0.0.1:8001/", "without a path or slash"),
+    ],
+)
+def test_origins_must_be_scheme_host_and_port(value: str, message: str) -> None:
+    with pytest.raises(ImproperlyConfigured, match=rf"^CSRF_TRUSTED_ORIGINS: .*{message}"):
+        Env({"CSRF_TRUSTED_ORIGINS": f"https://ok.example, {value}"}).origins(
+            "CSRF_TRUSTED_ORIGINS"
+        )
+
+
+def test_origins_keep_ports_and_subdomain_wildcards() -> None:
+    value = "https://a.example, http://127.0.0.1:8001, https://*.example.org"
+    assert Env({"O": value}).origins("O") == [
+        "https://a.example",
+        "http://127.0.0.1:8001",
+        "https://*.example.org",
+    ]

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from django.test import Client, override_settings
 
@@ -85,14 +86,67 @@ def test_readyz_is_503_naming_the_database_when_postgres_is_down(closed_port: in
         assert server.stdout is not None
         assert "running at" in server.stdout.readline()
         response = get_when_listening(f"http://127.0.0.1:{port}/readyz")
+        # A caller with a session cookie: the session lives in the database that is down.
+        with_cookie = httpx.get(
+            f"http://127.0.0.1:{port}/readyz", cookies={"sessionid": "x" * 32}, timeout=15
+        )
     finally:
         server.terminate()
         _, stderr = server.communicate(timeout=30)
-    assert response.status_code == 503
+    assert response.status_code == 503 and with_cookie.status_code == 503
+    assert with_cookie.json()["checks"]["database"]["error"].startswith("database unreachable:")
     body = json.loads(response.text)
     assert body["checks"]["database"]["status"] == "down"
     assert body["checks"]["database"]["error"].startswith("database unreachable:")
     assert "Traceback" not in response.text
+    # An anonymous caller learns which component is down, not where it lives.
+    assert str(closed_port) not in response.text
+    assert "127.0.0.1" not in response.text and "postgres" not in response.text
+    # Operators find the driver's own line in the server's log.
+    assert f"{closed_port}" in stderr and "database unreachable" in stderr
+
+
+class _RefusingConnection:
+    """Stands in for django.db.connection in fleetscope.health only: a real database
+    cannot be down for the readiness probe while it still serves the staff user's session."""
+
+    def cursor(self) -> object:
+        from django.db.utils import OperationalError
+
+        raise OperationalError(
+            'connection to server at "10.9.8.7", port 6543 failed: Connection refused\n'
+            "\tIs the server running on that host and accepting TCP/IP connections?"
+        )
+
+
+@pytest.fixture
+def database_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("fleetscope.health.connection", _RefusingConnection())
+
+
+@pytest.mark.django_db
+def test_readyz_hides_connection_details_from_anonymous_and_non_staff_users(
+    client: Client, owner_client: Client, database_down: None
+) -> None:
+    for caller in (client, owner_client):
+        response = caller.get("/readyz")
+        assert response.status_code == 503
+        check = response.json()["checks"]["database"]
+        assert check["status"] == "down" and check["latency_seconds"] >= 0
+        assert check["error"] == "database unreachable: OperationalError"
+        assert "10.9.8.7" not in response.text and "6543" not in response.text
+
+
+@pytest.mark.django_db
+def test_readyz_shows_staff_the_drivers_first_line(client: Client, database_down: None) -> None:
+    from django.contrib.auth.models import User
+
+    client.force_login(User.objects.create_user("op", password="op-password-1", is_staff=True))
+    check = client.get("/readyz").json()["checks"]["database"]
+    assert check["error"] == "database unreachable: OperationalError"
+    assert check["detail"] == (
+        'connection to server at "10.9.8.7", port 6543 failed: Connection refused'
+    )
 
 
 @pytest.mark.django_db

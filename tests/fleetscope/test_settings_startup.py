@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -103,3 +104,65 @@ def test_settings_default_to_utc() -> None:
         "print(settings.TIME_ZONE, settings.USE_TZ, settings.CELERY_TIMEZONE)",
     )
     assert result.stdout.split() == ["UTC", "True", "UTC"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["10.20.0.0/33", "http://10.20.0.5:8000", "vllm 0.prod", "10.20.0.5:8000", "256.1.1.1"],
+)
+def test_malformed_outbound_allow_entry_fails_naming_it(value: str) -> None:
+    result = start({"FLEETSCOPE_OUTBOUND_ALLOW": f"10.0.0.0/8,{value}"})
+    line = assert_one_line_error(result, "FLEETSCOPE_OUTBOUND_ALLOW")
+    assert repr(value) in line
+
+
+def test_a_valid_outbound_allow_list_starts() -> None:
+    allow = "10.20.0.0/16, *.svc.cluster.local, .prod.example, vllm-0.lab, fd12::/48"
+    assert start({"FLEETSCOPE_OUTBOUND_ALLOW": allow}).returncode == 0
+
+
+@pytest.mark.parametrize("value", ["garbage", "verbose", "10"])
+def test_unknown_log_level_fails_naming_it(value: str) -> None:
+    line = assert_one_line_error(start({"LOG_LEVEL": value}), "LOG_LEVEL")
+    assert repr(value) in line and "DEBUG, INFO, WARNING, ERROR, CRITICAL" in line
+
+
+def test_log_level_is_read_in_any_case() -> None:
+    result = start(
+        {"LOG_LEVEL": "warning"},
+        "-c",
+        "import django, logging; django.setup(); print(logging.getLogger().level)",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(logging.WARNING)
+
+
+def test_a_var_dir_that_cannot_be_created_fails_naming_it(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    line = assert_one_line_error(
+        start({"FLEETSCOPE_VAR_DIR": str(blocker / "var")}), "FLEETSCOPE_VAR_DIR"
+    )
+    assert str(blocker / "var") in line
+
+
+def test_a_var_dir_that_cannot_be_written_fails_naming_it() -> None:
+    # /proc exists and is a directory, but no one (root included) can create files in it.
+    line = assert_one_line_error(start({"FLEETSCOPE_VAR_DIR": "/proc"}), "FLEETSCOPE_VAR_DIR")
+    assert "not writable" in line
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["fleetscope.example.com", "//fleetscope.example.com", "ftp://fleetscope.example.com",
+     "https://", "https://fleetscope.example.com/path", "https://fleetscope.example.com:99999"],
+)  # fmt: skip
+def test_csrf_trusted_origin_without_a_scheme_or_host_fails_naming_it(value: str) -> None:
+    result = start({"CSRF_TRUSTED_ORIGINS": f"https://ok.example,{value}"})
+    line = assert_one_line_error(result, "CSRF_TRUSTED_ORIGINS")
+    assert repr(value) in line
+
+
+def test_csrf_trusted_origins_with_scheme_port_and_wildcard_start() -> None:
+    value = "https://fleetscope.example.com,http://127.0.0.1:8001,https://*.example.org"
+    assert start({"CSRF_TRUSTED_ORIGINS": value}).returncode == 0

@@ -67,6 +67,16 @@ def test_scrape_command_exits_non_zero_with_the_specific_error(closed_port: int)
     assert err.strip().endswith("refused: connection refused")
 
 
+def test_scrape_command_refusal_names_the_setting_that_would_allow_it(sim: SimFleet) -> None:
+    url = next(t.url for t in sim.targets if t.kind == "vllm")
+    with override_settings(FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK=False):
+        code, _, err = run("scrape", url, "--json")
+    assert code == 1
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"{url}: blocked: blocked by policy: loopback address 127.0.0.1 ")
+    assert line.endswith("(set FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK=true to allow it)")
+
+
 @pytest.mark.django_db
 def test_import_targets_registers_a_fleetsim_file_sd(sim: SimFleet, tmp_path: Path) -> None:
     path = tmp_path / "targets.json"

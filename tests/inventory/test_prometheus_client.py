@@ -2,8 +2,9 @@
 
 Faults a real Prometheus produces on demand (a bad query, a closed port) are tried
 against the real one; the rest (a 503 timeout, a proxy's HTML 502, a 422, a
-success with warnings, a server too slow to answer) come from a tiny local HTTP
-server, because Prometheus cannot be made to produce them when asked.
+success with warnings, a success of the wrong shape, a server too slow to answer)
+come from a tiny local HTTP server, because Prometheus cannot be made to produce them
+when asked.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 from devtools.prometheus import file_sd_config, running_prometheus
 from inventory import scraping
 from inventory.prometheus import (
+    PrometheusBadAnswer,
     PrometheusBadQuery,
     PrometheusServerError,
     PrometheusTimeout,
@@ -119,6 +121,39 @@ def test_success_with_warnings_comes_back_as_a_partial_answer() -> None:
             server.url(""), query="up", start=NOW, end=NOW, step_seconds=1, timeout_seconds=5
         )
     assert answer.warnings == ("store\\x1b[31m eu-1 unreachable",)
+
+
+BIG = "x" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("data", "what"),
+    [
+        (None, "no data object"),
+        (BIG, "no data object"),
+        ({"resultType": "matrix", "result": {"a": BIG}}, "result is not a list"),
+        ({"resultType": BIG, "result": []}, "result type 'xxxxxxxxxxxxxxxxxxxx...' where a matrix"),
+        ({"resultType": "matrix", "result": [BIG]}, "a series is not an object"),
+        ({"resultType": "matrix", "result": [{"metric": BIG}]}, "labels are not an object"),
+        ({"resultType": "matrix", "result": [{"metric": {}, "values": BIG}]}, "values are not"),
+    ],
+)
+def test_success_in_the_wrong_shape_is_a_bad_answer_that_names_the_fault_not_the_body(
+    data: object, what: str
+) -> None:
+    # A stand-in: a real Prometheus never answers success in these shapes.
+    body = {"status": "success"} if data is None else {"status": "success", "data": data}
+    with serving(json_answer(200, body)) as server, pytest.raises(PrometheusBadAnswer) as caught:
+        query_range(server.url(""))
+    assert what in str(caught.value) and len(str(caught.value)) < 200
+    assert (caught.value.reason, caught.value.retryable) == ("bad-answer", False)
+
+
+def test_an_instant_answer_needs_sample_pairs() -> None:
+    rows = [{"metric": {"instance": "a:1"}, "value": "1"}]
+    body = {"status": "success", "data": {"resultType": "vector", "result": rows}}
+    with serving(json_answer(200, body)) as server, pytest.raises(PrometheusBadAnswer):
+        prometheus_query(server.url(""), query="up", at=NOW, timeout_seconds=5)
 
 
 def test_a_server_slower_than_the_timeout_is_cut_off() -> None:

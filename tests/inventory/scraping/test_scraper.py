@@ -284,6 +284,46 @@ def test_scrape_blocks_loopback_unless_the_policy_allows_it(closed_port: int) ->
     assert outcome.error.message.startswith("blocked by policy:")
 
 
+@pytest.mark.parametrize(
+    ("url", "answer", "says"),
+    [
+        (
+            "http://127.0.0.1:9/metrics",
+            None,
+            "blocked by policy: loopback address 127.0.0.1 "
+            "(set FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK=true to allow it)",
+        ),
+        (
+            "http://10.20.0.5:8000/metrics",
+            None,
+            "blocked by policy: private address (RFC 1918) 10.20.0.5 is not in the allow-list "
+            "(add it to FLEETSCOPE_OUTBOUND_ALLOW to allow it)",
+        ),
+        (
+            "http://vllm-0.fleet.example/metrics",
+            "10.20.0.5",
+            "blocked by policy: private address (RFC 1918) 10.20.0.5 is not in the allow-list "
+            "(add it to FLEETSCOPE_OUTBOUND_ALLOW to allow it)",
+        ),
+        # No setting lets the metadata service through, so none is named.
+        (
+            "http://169.254.169.254/latest",
+            None,
+            "blocked by policy: cloud metadata address 169.254.169.254",
+        ),
+    ],
+)
+def test_scrape_refusals_name_the_setting_that_would_allow_them(
+    url: str, answer: str | None, says: str
+) -> None:
+    def resolve(host: str, port: int) -> Sequence[str]:
+        return [answer or host]
+
+    outcome = scrape(url, policy=OutboundPolicy(), resolver=resolve)
+    assert outcome.error is not None
+    assert (outcome.error.kind, outcome.error.message) == (ErrorKind.BLOCKED, says)
+
+
 def test_scrape_checks_the_resolved_address_at_connect_time() -> None:
     """DNS rebinding: the name passed registration but now resolves to the metadata service."""
     answers: list[Sequence[str]] = [["169.254.169.254"]]

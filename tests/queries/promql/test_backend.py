@@ -5,14 +5,17 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
-from queries.promql.backend import on_grid, points_by_ms
+from inventory.prometheus import PrometheusBadAnswer
+from queries.promql.backend import on_grid
 
 GRID_MS = np.array([1_000_000, 1_015_000, 1_030_000, 1_045_000], dtype=np.int64)
 
 
 def by_points(values: list) -> list[float]:
-    points = points_by_ms(values)
+    """The plain-Python reading of [[t, "v"], ...] that on_grid's numpy must agree with."""
+    points = {round(float(stamp) * 1000): float(text) for stamp, text in values}
     return [points.get(int(t), math.nan) for t in GRID_MS]
 
 
@@ -35,10 +38,15 @@ def test_points_off_the_grid_or_past_its_end_are_left_out() -> None:
     assert same(on_grid(values, GRID_MS), [math.nan, 2.0, math.nan, math.nan])
 
 
-def test_a_malformed_pair_drops_only_itself() -> None:
-    values = [[1000.0, "1"], [1015.0, "not a number"], [1030.0, None], [1045.0, "4"]]
-    assert same(on_grid(values, GRID_MS), [1.0, math.nan, math.nan, 4.0])
-    assert same(on_grid(values, GRID_MS), by_points(values))
+@pytest.mark.parametrize(
+    "bad",
+    [[1015.0, "not a number"], [1015.0, "1", "2"], [1015.0], "1015", {"t": 1}, [[1015.0], "1"]],
+)
+def test_a_malformed_pair_makes_the_whole_answer_bad(bad: object) -> None:
+    # Prometheus never sends one: whatever did cannot be trusted for the other pairs either.
+    values = [[1000.0, "1"], bad, [1045.0, "4"]]
+    with pytest.raises(PrometheusBadAnswer, match="value pair is not"):
+        on_grid(values, GRID_MS)
 
 
 def test_no_points_is_all_gaps() -> None:
