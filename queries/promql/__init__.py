@@ -3,7 +3,7 @@ selectors in `text`) and run on Prometheus' HTTP API (`backend`)."""
 
 from __future__ import annotations
 
-from queries.promql.backend import Fetched, failed_scrapes, fetch, result_from, run_prometheus
+from queries.promql.backend import Fetched, failed_scrapes, fetch, result_from
 from queries.promql.compile import Compiled, bracket, bracket_warning, compile_plan
 
 __all__ = [
@@ -15,5 +15,4 @@ __all__ = [
     "failed_scrapes",
     "fetch",
     "result_from",
-    "run_prometheus",
 ]

@@ -1,8 +1,7 @@
-"""Running a planned spec against Prometheus: compile, one range query, typed result.
-
-This runs on worker threads (see `run_queries`): it touches no database, only
-the plan and the HTTP client in `inventory.prometheus`.
-"""
+"""Prometheus' answers to compiled plans: `fetch` sends one range query (on a worker
+thread of `run_queries`: no database, only the HTTP client in `inventory.prometheus`),
+`result_from` turns an answer into a plan's typed result, and `failed_scrapes` reads
+`up` for the page's `partial` status."""
 
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ from inventory.prometheus import (
     prometheus_query_range,
 )
 from queries.plan import Plan
-from queries.promql.compile import Compiled, compile_plan
+from queries.promql.compile import Compiled
 from queries.promql.grid import matrix_on_grid
 from queries.promql.text import any_of_regex, duration, matcher, selector
 from queries.quantiles import LabelSet, dropped_edges_warning, quantiles_from_buckets
@@ -80,14 +79,6 @@ def fetch(promql: str, window: Window, *, base_url: str, timeout_seconds: float)
     except PrometheusError as exc:
         return Fetched(None, exc)
     return Fetched(answer)
-
-
-def run_prometheus(plan: Plan, *, base_url: str, timeout_seconds: float) -> QueryResult:
-    compiled = compile_plan(plan)
-    fetched = fetch(
-        compiled.promql, plan.window, base_url=base_url, timeout_seconds=timeout_seconds
-    )
-    return result_from(plan, compiled, fetched)
 
 
 def result_from(plan: Plan, compiled: Compiled, fetched: Fetched) -> QueryResult:
