@@ -34,30 +34,6 @@ MAX_SERIES = 500
 MAX_BUCKET_SERIES = 500 * 64
 
 
-def on_grid(values: list[Any], grid_ms: np.ndarray) -> np.ndarray:
-    """Prometheus' [[t, "v"], ...] spread over `grid_ms` (NaN where there is no point), in
-    numpy: a range answer is mostly this conversion, done for every series of every panel.
-    Values parse as Prometheus writes them ("NaN", "+Inf" too); anything that is not a
-    pair of a time and a number raises PrometheusBadAnswer: the whole answer is suspect."""
-    out = np.full(len(grid_ms), np.nan)
-    if not values:
-        return out
-    try:
-        pairs = np.array(values, dtype=object)
-        if pairs.ndim != 2 or pairs.shape[1] != 2:
-            raise ValueError("not pairs")
-        stamps = np.rint(pairs[:, 0].astype(np.float64) * 1000).astype(np.int64)
-        parsed = pairs[:, 1].astype(np.float64)
-    except (TypeError, ValueError, OverflowError):
-        raise PrometheusBadAnswer('a value pair is not [time, "number"]') from None
-    where = np.searchsorted(grid_ms, stamps)
-    inside = where < len(grid_ms)
-    hits = inside.copy()
-    hits[inside] = grid_ms[where[inside]] == stamps[inside]
-    out[where[hits]] = parsed[hits]
-    return out
-
-
 @dataclass(frozen=True)
 class Fetched:
     """One range query's answer, or how it failed: shared by every plan compiled to it."""
@@ -106,11 +82,13 @@ def _result_of(plan: Plan, compiled: Compiled, answer: PrometheusAnswer) -> Quer
         per_le = _bucket_rates(answer.result, rows, grid_ms)
         series = _quantile_series(plan, compiled.quantile, per_le, grid, warnings)
     else:
-        series = []
-        for row in rows:
-            values = on_grid(row.get("values") or [], grid_ms)
-            if np.isfinite(values).any():
-                series.append(ResultSeries.from_array(dict(row.get("metric", {})), grid, values))
+        matrix = matrix_on_grid(rows, grid_ms)
+        shown = np.isfinite(matrix).any(axis=1).tolist()
+        series = [
+            ResultSeries.from_array(dict(row.get("metric", {})), grid, matrix[i])
+            for i, row in enumerate(rows)
+            if shown[i]
+        ]
     if not series:
         return unavailable(
             "no-data", f"no samples of {plan.resolved_name} in this window", plan.resolved_name

@@ -1,4 +1,4 @@
-"""Turning Prometheus range answers into series on the query's step grid."""
+"""Turning one series of a Prometheus range answer into values on the query's step grid."""
 
 from __future__ import annotations
 
@@ -8,13 +8,17 @@ import numpy as np
 import pytest
 
 from inventory.prometheus import PrometheusBadAnswer
-from queries.promql.backend import on_grid
+from queries.promql.grid import matrix_on_grid
 
 GRID_MS = np.array([1_000_000, 1_015_000, 1_030_000, 1_045_000], dtype=np.int64)
 
 
+def on_grid(values: object, grid_ms: np.ndarray) -> np.ndarray:
+    return matrix_on_grid([{"values": values}], grid_ms)[0]
+
+
 def by_points(values: list) -> list[float]:
-    """The plain-Python reading of [[t, "v"], ...] that on_grid's numpy must agree with."""
+    """The plain-Python reading of [[t, "v"], ...] that the numpy conversion must agree with."""
     points = {round(float(stamp) * 1000): float(text) for stamp, text in values}
     return [points.get(int(t), math.nan) for t in GRID_MS]
 

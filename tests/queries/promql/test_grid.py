@@ -1,4 +1,4 @@
-"""All series of an answer onto the grid in one pass give what one series at a time gives."""
+"""All series of an answer onto the grid in one pass: each lands where a plain reading puts it."""
 
 from __future__ import annotations
 
@@ -8,10 +8,15 @@ import numpy as np
 import pytest
 
 from inventory.prometheus import PrometheusBadAnswer
-from queries.promql.backend import on_grid
 from queries.promql.grid import matrix_on_grid
 
 GRID = np.array([1000, 2000, 3000, 4000], dtype=np.int64)
+
+
+def by_points(values: list) -> list[float]:
+    """[[t, "v"], ...] read one pair at a time in plain Python."""
+    points = {round(float(stamp) * 1000): float(text) for stamp, text in values}
+    return [points.get(int(t), np.nan) for t in GRID]
 
 
 def test_every_row_lands_where_one_row_at_a_time_puts_it() -> None:
@@ -22,14 +27,16 @@ def test_every_row_lands_where_one_row_at_a_time_puts_it() -> None:
     ]
     matrix = matrix_on_grid(rows, GRID)
     for i, row in enumerate(rows):
-        assert np.array_equal(matrix[i], on_grid(row["values"], GRID), equal_nan=True)
+        assert np.array_equal(matrix[i], by_points(row["values"]), equal_nan=True)
 
 
 def test_an_answer_without_points_is_all_gaps() -> None:
     assert np.isnan(matrix_on_grid([{"values": []}, {}], GRID)).all()
 
 
-@pytest.mark.parametrize("values", [[[1, "x"]], [[1]], [["a", "1"]], [[1, "1", 2]]])
+@pytest.mark.parametrize(
+    "values", [[[1, "x"]], [[1]], [["a", "1"]], [[1, "1", 2]], [{"t": 1, "v": "1"}], [[None, "1"]]]
+)
 def test_a_malformed_pair_makes_the_whole_answer_bad(values: list) -> None:
     with pytest.raises(PrometheusBadAnswer, match="value pair"):
         matrix_on_grid([{"values": [[1, "1"]]}, {"values": values}], GRID)
