@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any, Literal, get_args
 
@@ -60,17 +61,41 @@ def _lower_bounds_only(series: ResultSeries) -> list[float | None] | None:
     return above if any(v is not None for v in above) else None
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 @lru_cache(maxsize=32)
-def _grid_ms(timestamps: tuple[float, ...]) -> tuple[int, ...]:
+def _grid_utc(timestamps: tuple[float, ...]) -> tuple[str, ...]:
     # Every series of a window shares its step grid, so it is converted once per grid,
-    # not once per trace. np.rint rounds half to even as round() does: the same integers.
-    return tuple(np.rint(np.asarray(timestamps, dtype=float) * 1000).astype(np.int64).tolist())
+    # not once per trace. Whole milliseconds first (np.rint rounds half to even as
+    # round() does), then the exact wall-clock text of that millisecond.
+    millis = np.rint(np.asarray(timestamps, dtype=float) * 1000).astype(np.int64).tolist()
+    return tuple(
+        (EPOCH + timedelta(milliseconds=ms)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] for ms in millis
+    )
 
 
-def _ms(timestamps: Sequence[float]) -> list[int]:
-    # Milliseconds since the epoch: plotly reads them as UTC dates. A list per trace, so
-    # no two traces share one that a caller might change.
-    return list(_grid_ms(tuple(timestamps)))
+def utc_times(timestamps: Sequence[float]) -> list[str]:
+    """Unix seconds as UTC wall-clock text ("2026-12-01 10:15:00.000") for a date axis.
+    plotly.js shows date strings as written but puts epoch milliseconds in the browser's
+    time zone, so a chart read in Los Angeles would disagree with "all times UTC". A list
+    per trace, so no two traces share one that a caller might change."""
+    return list(_grid_utc(tuple(timestamps)))
+
+
+def threshold_line(value: float, name: str, colour: str, *, width: float) -> dict[str, Any]:
+    """A dashed horizontal line across the whole chart at `value` (an SLO threshold or
+    target)."""
+    return {
+        "type": "line",
+        "xref": "paper",
+        "x0": 0,
+        "x1": 1,
+        "y0": value,
+        "y1": value,
+        "line": {"dash": "dash", "width": width, "color": colour},
+        "name": name,
+    }
 
 
 def _layout(unit: str) -> dict[str, Any]:
@@ -117,7 +142,7 @@ def line_figure(
                     "type": "scatter",
                     "mode": "lines",
                     "name": _label(trace, series.labels),
-                    "x": _ms(series.timestamps),
+                    "x": utc_times(series.timestamps),
                     "y": _y(series),
                     "connectgaps": False,
                 }
@@ -132,21 +157,12 @@ def line_figure(
                         "mode": "markers",
                         "marker": {"symbol": "triangle-up", "size": 7},
                         "name": f"{_label(trace, series.labels)}: above (lower bound)",
-                        "x": _ms(series.timestamps),
+                        "x": utc_times(series.timestamps),
                         "y": above,
                     }
                 )
     shapes = [
-        {
-            "type": "line",
-            "xref": "paper",
-            "x0": 0,
-            "x1": 1,
-            "y0": value,
-            "y1": value,
-            "line": {"dash": "dash", "width": 1, "color": "#c62828"},
-            "name": name,
-        }
+        threshold_line(value, name, "#c62828", width=1.0)
         for name, value in (thresholds or {}).items()
     ]
     return {"data": data, "layout": _layout(unit) | {"shapes": shapes}}
@@ -180,7 +196,7 @@ def stacked_figure(results: Mapping[str, QueryResult], *, unit: str) -> dict[str
     grids = {series.timestamps for _, series in layers}
     if len(grids) != 1:
         return line_figure(results, unit=unit)
-    x = _ms(grids.pop())
+    x = utc_times(grids.pop())
     gaps = np.isnan(np.vstack([series.floats for _, series in layers])).any(axis=0)
     runs = _complete_runs((~gaps).tolist())
     if not runs:
@@ -231,7 +247,7 @@ def heatmap_figure(
             {
                 "type": "heatmap",
                 "name": trace,
-                "x": _ms(result.series[0].timestamps),
+                "x": utc_times(result.series[0].timestamps),
                 "y": buckets.labels,
                 "z": [list(row) for row in buckets.rows],
                 "hoverongaps": False,

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import uvicorn
+from django.db import connections
 from playwright.sync_api import Browser, sync_playwright
+
+from devtools.ports import free_port
+from devtools.waiting import wait_until
+from fleetscope.asgi import application
 
 SCREENSHOT_DIR = Path(__file__).resolve().parents[1] / "var" / "screenshots"
 CHROMIUM_ARGS = [
@@ -37,3 +44,23 @@ def chromium() -> Iterator[Browser]:
 def screenshot_path(name: str) -> Path:
     SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
     return SCREENSHOT_DIR / f"{name}.png"
+
+
+@contextmanager
+def asgi_server() -> Iterator[str]:
+    """The real ASGI app under uvicorn in a thread of the test process (so it sees the test
+    database); yields its base URL."""
+    port = free_port()
+    config = uvicorn.Config(
+        application, host="127.0.0.1", port=port, lifespan="off", log_level="warning"
+    )
+    running = uvicorn.Server(config)
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    wait_until(lambda: running.started or None, what="uvicorn to start")
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        running.should_exit = True
+        thread.join(10)
+        connections.close_all()

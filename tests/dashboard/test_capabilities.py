@@ -24,7 +24,8 @@ def _fleet_exposing(*names: str) -> Fleet:
 
 
 def test_the_map_lists_every_panel_once_with_exactly_the_keys_its_specs_read() -> None:
-    statuses = capability_map(fleet=_fleet_exposing("vllm:kv_cache_usage_perc"))
+    found = capability_map(fleet=_fleet_exposing("vllm:kv_cache_usage_perc"))
+    statuses = [s for s in found if s.area == "panel"]
     assert [s.id for s in statuses] == [panel.id for panel in PANELS]
     for status, panel in zip(statuses, PANELS, strict=True):
         read = dict.fromkeys(k for spec in panel.traces.values() for k in spec_keys(spec))
@@ -34,7 +35,7 @@ def test_the_map_lists_every_panel_once_with_exactly_the_keys_its_specs_read() -
 
 def test_the_map_lists_only_features_that_are_built() -> None:
     statuses = capability_map(fleet=_fleet_exposing("vllm:kv_cache_usage_perc"))
-    assert {s.area for s in statuses} == {"panel"}
+    assert {s.area for s in statuses} == {"panel", "slo"}
 
 
 def test_a_panel_is_ready_on_the_current_name_and_a_fallback_on_the_old_one() -> None:

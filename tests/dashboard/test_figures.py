@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -47,7 +48,7 @@ def test_heatmap_turns_cumulative_bucket_rates_into_observations_per_bucket() ->
     assert trace["type"] == "heatmap"
     assert trace["y"] == ["≤1", "≤10", "+Inf"]
     assert trace["z"] == [[2, 2, 2], [3, 3, 3], [4, 4, 4]]
-    assert trace["x"] == [round(t * 1000) for t in T]
+    assert trace["x"] == [utc(t) for t in T]
     assert figure["layout"]["yaxis"]["categoryarray"] == ["≤1", "≤10", "+Inf"]
 
 
@@ -131,7 +132,7 @@ def test_stacked_figure_stacks_the_traces_bottom_up_in_panel_order() -> None:
     assert [t["name"] for t in figure["data"]] == ["queue", "prefill", "decode"]
     assert {t["stackgroup"] for t in figure["data"]} == {"run0"}
     assert [t["y"] for t in figure["data"]] == [[1, 1, 1], [2, 2, 2], [3, 3, 3]]
-    assert figure["layout"]["xaxis"]["range"] == [round(T[0] * 1000), round(T[-1] * 1000)]
+    assert figure["layout"]["xaxis"]["range"] == [utc(T[0]), utc(T[-1])]
     assert figure["layout"]["yaxis"]["title"]["text"] == "seconds"
 
 
@@ -166,8 +167,15 @@ def test_line_is_the_default_and_an_unknown_kind_is_refused() -> None:
         panel_figure("pie", {}, unit="s")  # type: ignore[arg-type]  # bad kind on purpose
 
 
+def utc(seconds: float) -> str:
+    """The wall-clock UTC text of the whole millisecond nearest `seconds`."""
+    ms = round(seconds * 1000)
+    moment = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{ms % 1000:03d}"
+
+
 # Timestamps that end in half a millisecond as well as arbitrary ones: round() rounds
-# half to even, and x must be exactly round(t * 1000) either way.
+# half to even, and x must be exactly that millisecond either way.
 TIMESTAMPS = st.one_of(
     st.integers(0, 8 * 10**12).map(lambda k: k / 2000),
     st.floats(min_value=0, max_value=4e9, allow_nan=False),
@@ -177,7 +185,7 @@ GAPPY = st.one_of(st.none(), st.sampled_from([math.nan, math.inf, -math.inf, -0.
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(TIMESTAMPS, GAPPY, GAPPY), min_size=1, max_size=8), st.booleans())
-def test_line_traces_are_exact_milliseconds_and_values_with_every_non_finite_one_null(
+def test_line_traces_are_exact_utc_milliseconds_and_values_with_every_non_finite_one_null(
     points: list[tuple[float, float | None, float | None]], from_array: bool
 ) -> None:
     stamps = tuple(t for t, _, _ in points)
@@ -195,8 +203,7 @@ def test_line_traces_are_exact_milliseconds_and_values_with_every_non_finite_one
     }
     figure = line_figure(results, unit="s")
     for trace, values in zip(figure["data"], columns, strict=True):
-        assert trace["x"] == [round(t * 1000) for t in stamps]
-        assert all(type(x) is int for x in trace["x"])
+        assert trace["x"] == [utc(t) for t in stamps]
         expected = [v if v is not None and math.isfinite(v) else None for v in values]
         assert repr(trace["y"]) == repr(expected)  # -0.0 stays -0.0
     strict_json(figure)
@@ -208,7 +215,7 @@ def test_traces_on_one_grid_each_get_their_own_x_list() -> None:
     first["x"].append(0)  # a caller editing one trace leaves the others and later figures be
     assert len(second["x"]) == len(T)
     again = panel_figure("line", phases([1, 1, 1], [2, 2, 2], [3, 3, 3]), unit="s").figure
-    assert again["data"][0]["x"] == [round(t * 1000) for t in T]
+    assert again["data"][0]["x"] == [utc(t) for t in T]
 
 
 def test_a_nan_or_infinite_layer_value_is_a_gap_in_the_whole_stack() -> None:
@@ -223,9 +230,9 @@ def test_a_nan_or_infinite_layer_value_is_a_gap_in_the_whole_stack() -> None:
     figure = strict_json(panel_figure("stacked", results, unit="s").figure)
     runs = {(t["stackgroup"], t["name"]): (t["x"], t["y"]) for t in figure["data"]}
     assert runs == {
-        ("run0", "queue"): ([round(T[0] * 1000)], [1.0]),
-        ("run0", "prefill"): ([round(T[0] * 1000)], [2.0]),
-        ("run0", "decode"): ([round(T[0] * 1000)], [3.0]),
+        ("run0", "queue"): ([utc(T[0])], [1.0]),
+        ("run0", "prefill"): ([utc(T[0])], [2.0]),
+        ("run0", "decode"): ([utc(T[0])], [3.0]),
     }
 
 

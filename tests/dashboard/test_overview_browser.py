@@ -10,14 +10,13 @@ scheduler does in production.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TypeVar
 
 import pytest
-import uvicorn
 from asgiref.sync import async_to_sync
 from django.contrib.auth.models import User
 from django.db import connections
@@ -26,13 +25,10 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from dashboard import live
-from devtools.ports import free_port
-from devtools.waiting import wait_until
-from fleetscope.asgi import application
 from fleetscope.lib.channel_layers import redis_channel_layers
 from inventory.access import ViewScope
 from inventory.models import Fleet
-from tests.browser import chromium, screenshot_path
+from tests.browser import asgi_server, chromium, screenshot_path
 from tests.conftest import TEST_REDIS_URL, channel_layer
 from tests.dashboard.replicafill import END, replica
 from tests.queries.storefill import T0, fleet_named
@@ -60,21 +56,8 @@ class Site:
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    port = free_port()
-    config = uvicorn.Config(
-        application, host="127.0.0.1", port=port, lifespan="off", log_level="warning"
-    )
-    running = uvicorn.Server(config)
-    with override_settings(CHANNEL_LAYERS=REDIS_LAYER):
-        thread = threading.Thread(target=running.run, daemon=True)
-        thread.start()
-        wait_until(lambda: running.started or None, what="uvicorn to start")
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            running.should_exit = True
-            thread.join(10)
-            connections.close_all()
+    with override_settings(CHANNEL_LAYERS=REDIS_LAYER), asgi_server() as url:
+        yield url
 
 
 def seconds_ago(seconds: float) -> float:
@@ -187,3 +170,19 @@ def test_hostile_label_values_pushed_over_the_websocket_stay_text(site: Site) ->
         assert page.evaluate("window.__xss") is None
         assert page.locator("main img, main script").count() == 0
         context.close()
+
+
+def test_chart_times_are_utc_in_a_browser_outside_utc(site: Site) -> None:
+    # plotly.js puts epoch milliseconds in the browser's zone; the footer says UTC.
+    with chromium() as browser:
+        context = browser.new_context(
+            viewport={"width": 1400, "height": 900}, timezone_id="America/Los_Angeles"
+        )
+        page = context.new_page()
+        logged_in(page, site, f"/fleets/{site.fleet.slug}/")
+        plot = page.locator('[data-panel="latency.ttft"] .js-plotly-plot')
+        expect(plot).to_have_count(1, timeout=30_000)
+        end = plot.evaluate("plot => plot.layout.xaxis.range[1]")
+        shown = datetime.fromisoformat(str(end)[:19]).replace(tzinfo=UTC)
+        assert abs((timezone.now() - shown).total_seconds()) < 600, end
+        expect(page.locator("footer")).to_contain_text("All times UTC")
