@@ -8,8 +8,10 @@ result = run_query(Quantile("ttft", 0.95, by=("model_name",)),
 from __future__ import annotations
 
 from queries.features import Feature, feature_statuses
+from queries.histogram_math import parse_le
+from queries.plan import NameGroup, ResolvedKey, resolve_key
 from queries.result import QueryResult, ResultSeries
-from queries.run import MAX_PARALLEL_QUERIES, Backend, run_queries, run_query
+from queries.run import MAX_PARALLEL_QUERIES, Backend, promql_of, run_queries, run_query
 from queries.spec import (
     FractionBelow,
     Gauge,
@@ -32,15 +34,20 @@ __all__ = [
     "Gauge",
     "Increase",
     "Mean",
+    "NameGroup",
     "Quantile",
     "QueryResult",
     "Rate",
     "Ratio",
+    "ResolvedKey",
     "ResultSeries",
     "Scope",
     "Spec",
     "Window",
     "feature_statuses",
+    "parse_le",
+    "promql_of",
+    "resolve_key",
     "run_queries",
     "run_query",
     "spec_keys",

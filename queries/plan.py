@@ -136,6 +136,13 @@ def scoped_inventories(scope: Scope) -> ScopedInventories:
     return ScopedInventories(scope_endpoints(fleet=scope.fleet, instances=scope.instances))
 
 
+def resolve_key(scope: Scope, key: str) -> ResolvedKey | QueryResult:
+    """One catalog key resolved on `scope`: the real names per endpoint, the instances read
+    and missing, and bucket edges (shared and per instance); `unavailable` when no endpoint
+    of the scope exposes it. For SLO forms and rule export, which need names, not values."""
+    return scoped_inventories(scope).resolve(key)
+
+
 def _family_of(name: str, type: MetricType, families: Mapping[str, object]) -> object | None:
     """The inventory's family entry for wire name `name` (counters are stored without _total)."""
     for spelling in (name, name.removesuffix("_total") if type == "counter" else name):

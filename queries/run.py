@@ -158,3 +158,12 @@ def run_queries(
     elif todo:
         results.update(_run_on_prometheus(todo))
     return {name: results[name] for name in specs}
+
+
+def promql_of(spec: Spec, *, scope: Scope, window: Window) -> str | None:
+    """The PromQL the Prometheus backend sends for `spec` on `scope` (None when the scope
+    cannot answer it), for provenance: a figure says which query it came from."""
+    plan = plan_query(spec, scope=scope, window=window)
+    if isinstance(plan, QueryResult):
+        return None
+    return compile_plan(plan).promql

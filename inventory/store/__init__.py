@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         frames_in_window,
         label_values,
         micros,
+        store_span,
     )
     from inventory.store.window import (
         ChunkRead,
@@ -53,6 +54,7 @@ _NEEDS_DJANGO = {
         "frames_in_window",
         "label_values",
         "micros",
+        "store_span",
     ),
     "inventory.store.window": (
         "ChunkRead",
@@ -101,4 +103,5 @@ __all__ = [
     "label_values",
     "micros",
     "store_read",
+    "store_span",
 ]

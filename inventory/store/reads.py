@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
+from django.db import models
 
 from inventory.models import SampleFrame, SeriesSet
 from inventory.store.codec import Series, decode_layout, decode_values
@@ -57,6 +58,17 @@ def frames_in_window(
         if layout is None:
             layout = layouts[series_set_id] = _layout(series_set_id)
         yield DecodedFrame(endpoint_id, at, layout, decode_values(blob))
+
+
+def store_span(endpoint_ids: Sequence[int]) -> tuple[datetime, datetime] | None:
+    """The oldest and newest frame the store holds for these endpoints (None when it holds
+    none): how much of a long window (an SLO's 28 days) the embedded store can answer."""
+    found = SampleFrame.objects.filter(endpoint_id__in=endpoint_ids).aggregate(
+        first=models.Min("at"), last=models.Max("at")
+    )
+    if found["first"] is None:
+        return None
+    return found["first"], found["last"]
 
 
 def _layout(series_set_id: int) -> list[Series]:

@@ -31,7 +31,7 @@ def test_every_section_renders_the_navigation_for_a_logged_in_user(
     assert 'aria-current="page"' in html
 
 
-@pytest.mark.parametrize("url_name", ["slo-list", "triage-incident-list"])
+@pytest.mark.parametrize("url_name", ["triage-incident-list"])
 def test_unbuilt_sections_say_so_plainly(owner_client: Client, url_name: str) -> None:
     html = owner_client.get(reverse(url_name)).content.decode()
     assert "Not built yet." in html
