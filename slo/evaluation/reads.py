@@ -73,6 +73,7 @@ class SourceCounts:
     hourly: list[tuple[float, Counts | None]] = field(default_factory=list)
     hourly_per_instance: dict[str, list[tuple[float, Counts]]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # queries that failed, and how
     queries: list[str] = field(default_factory=list)
 
 
@@ -187,7 +188,7 @@ def read_selector(
         into = counts[source]
         into.warnings.extend(result.warnings)
         if not result.has_data and result.reason not in ("no-data", ""):
-            into.warnings.append(f"{result.reason}: {result.message}")
+            into.errors.append(f"{result.reason}: {result.message}")
         if backend == "prometheus" and kind in ("w", "inst") and alias[name] == name:
             text = promql_of(specs[name], scope=scope, window=windows.get(name, instant))
             if text is not None:
@@ -195,6 +196,7 @@ def read_selector(
         _take(into, kind, rest, result)
     for into in counts.values():
         into.warnings = list(dict.fromkeys(into.warnings))
+        into.errors = list(dict.fromkeys(into.errors))
     return counts
 
 

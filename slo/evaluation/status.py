@@ -204,7 +204,7 @@ def _objective_status(
     info = OBJECTIVE_KINDS[objective.kind]
     target = objective.target
     names = tuple(source.resolved.names) if source.resolved else ()
-    provenance_notes = [*source.warnings]
+    provenance_notes = [*source.warnings, *source.errors]
     if span.held_seconds < span.window_seconds:
         provenance_notes.insert(0, span.note)
 
@@ -239,7 +239,12 @@ def _objective_status(
         backend, window_text, names, edges, events, queries, tuple(provenance_notes)
     )
     if source.resolved is None or attainment is None or events is None:
-        why = source.unavailable or "no events in the window: no data, not 0% or 100%"
+        # A failed read is not an idle fleet: say which it was.
+        why = (
+            source.unavailable
+            or "; ".join(source.errors)
+            or "no events in the window: no data, not 0% or 100%"
+        )
         return ObjectiveStatus(
             objective.kind, info.label, objective.threshold_seconds, target, info.events,
             None, "no-data", why, events, None, None, None, "no-data", (), None, (),

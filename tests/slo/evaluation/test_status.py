@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pytest
+from django.test import override_settings
 
 from inventory.models import Fleet
 from slo.evaluation import slo_status
@@ -147,3 +148,15 @@ def test_an_objective_the_fleet_does_not_expose_says_so() -> None:
     e2e = slo_status(slo_on(fleet, ("e2e", 2.0, 0.8)), backend="local", at=END).objectives[0]
     assert e2e.state == "no-data" and e2e.attainment is None
     assert e2e.unavailable
+
+
+def test_a_prometheus_that_does_not_answer_is_said_so_not_shown_as_an_idle_fleet(
+    closed_port: int,
+) -> None:
+    fleet = fleet_of(("a:1", A_PER_MINUTE, A_FINISHES))
+    with override_settings(PROMETHEUS_URL=f"http://127.0.0.1:{closed_port}"):
+        status = slo_status(slo_on(fleet, ("ttft", 2.0, 0.8)), backend="prometheus", at=END)
+    ttft = status.objectives[0]
+    assert status.state == "no-data" and ttft.attainment is None
+    assert ttft.unavailable.startswith("prometheus-unavailable: ")
+    assert "no events" not in ttft.unavailable
