@@ -1,8 +1,12 @@
 """Plotly figure JSON for a panel, built as plain dicts (plotly's Python validation is slow
 and adds nothing here: the browser's plotly.js is the renderer).
 
-`panel_figure` is the one entry point: a panel's `kind` picks lines, a stacked area or a
-heatmap. Every builder keeps gaps as null and never puts a bare NaN in the JSON.
+`panel_figure` is the one entry point: a panel's `kind` picks lines, a stacked area, a
+heatmap or a step line of codes. Every builder keeps gaps as null and never puts a bare NaN
+in the JSON. Hover text rounds to 4 significant figures and names the unit; the data itself
+stays exact. A quantile from buckets says in its hover which bucket it was interpolated in
+(dashboard.precision), and a latency quantile panel whose values span more than two decades
+opens on a log axis, with a linear/log toggle on the page.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from dashboard.heatmaps import bucket_rates
+from dashboard.precision import spans_decades
 from queries import QueryResult, ResultSeries
 
-PanelKind = Literal["line", "stacked", "heatmap"]
+PanelKind = Literal["line", "stacked", "heatmap", "codes"]
 PANEL_KINDS: frozenset[str] = frozenset(get_args(PanelKind))
 
 # plotly.js' default colourway; stacked runs set colours themselves so that a layer
@@ -59,6 +64,50 @@ def _lower_bounds_only(series: ResultSeries) -> list[float | None] | None:
         for value, low, high in zip(series.values, series.lower, series.upper, strict=True)
     ]
     return above if any(v is not None for v in above) else None
+
+
+# d3-format: 4 significant figures in plain decimals with thousands separators, trailing
+# zeros trimmed (196.9176 -> "196.9", 79123.4 -> "79,120", 0.012345 -> "0.01235"). Not SI
+# ("500m ratio" reads wrong) and not exponent notation (what "g" does from 10,000 up).
+HOVER_FORMAT = ",.4~r"
+
+
+def hover_template(unit: str, *, value_format: str = HOVER_FORMAT) -> str:
+    """Hover text for one point: the UTC time, and the value rounded with its unit (the
+    trace's name is shown beside it, as plotly does by default)."""
+    return f"%{{x|%Y-%m-%d %H:%M:%S}} UTC<br>%{{y:{value_format}}} {plotly_text(unit)}"
+
+
+# Units the hover abbreviates where it repeats them ("(160 s, 640 s]"), so the text fits.
+SHORT_UNITS = {"seconds": "s"}
+
+
+def quantile_hover_template(unit: str) -> str:
+    """Hover text for a quantile from buckets: the interpolated value and the bucket it lies
+    in, from the point's customdata [lower, upper] ("635.2 s, interpolated within
+    (160 s, 640 s]"): the value is a guess inside that bucket, not a measurement."""
+    shown = plotly_text(SHORT_UNITS.get(unit, unit))
+    return (
+        f"%{{x|%Y-%m-%d %H:%M:%S}} UTC<br>%{{y:{HOVER_FORMAT}}} {shown}, interpolated within "
+        f"(%{{customdata[0]:{HOVER_FORMAT}}} {shown}, %{{customdata[1]:{HOVER_FORMAT}}} {shown}]"
+    )
+
+
+def lower_bound_hover_template(unit: str) -> str:
+    """Hover text for a quantile past the last finite bucket edge: a bound, not a value."""
+    shown = plotly_text(SHORT_UNITS.get(unit, unit))
+    return (
+        f"%{{x|%Y-%m-%d %H:%M:%S}} UTC<br>&gt; %{{y:{HOVER_FORMAT}}} {shown} "
+        "(past the last bucket edge)"
+    )
+
+
+def _buckets(series: ResultSeries) -> list[list[float | None]] | None:
+    """Each point's bucket [lower, upper] as plotly customdata, or None for a series that is
+    not a quantile from buckets."""
+    if series.lower is None or series.upper is None:
+        return None
+    return [[low, high] for low, high in zip(series.lower, series.upper, strict=True)]
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -105,7 +154,12 @@ def _layout(unit: str) -> dict[str, Any]:
         # Hours and minutes only: the window note above the charts carries the date (UTC).
         "xaxis": {"type": "date", "tickformat": "%H:%M", "title": {"text": ""}},
         # SI suffixes: plotly's default "B" for billions reads as bytes on a bytes axis.
-        "yaxis": {"title": {"text": unit}, "rangemode": "tozero", "exponentformat": "SI"},
+        "yaxis": {
+            "title": {"text": unit},
+            "rangemode": "tozero",
+            "exponentformat": "SI",
+            "hoverformat": HOVER_FORMAT,
+        },
         "legend": {"orientation": "h", "y": -0.25},
     }
 
@@ -120,14 +174,58 @@ class Drawn:
     incomplete: bool = False
 
 
+# The y scales a latency quantile panel offers (the figure's "y_scales"): the page shows a
+# toggle between them; the layout's yaxis.type is the one it opens on.
+Y_SCALES = ("linear", "log")
+LATENCY_UNIT = "seconds"
+
+
+def is_quantile_panel(results: Mapping[str, QueryResult], *, unit: str) -> bool:
+    """A latency panel with quantiles from buckets: unit seconds and at least one series
+    that carries its buckets (lower/upper)."""
+    return unit == LATENCY_UNIT and any(
+        series.lower is not None and series.upper is not None
+        for result in results.values()
+        for series in result.series
+    )
+
+
+def log_scale_by_default(results: Mapping[str, QueryResult], *, unit: str) -> bool:
+    """Whether a panel opens on a log y axis: a latency quantile panel whose finite values
+    (lower bounds past the last edge included) span more than two decades."""
+    if not is_quantile_panel(results, unit=unit):
+        return False
+    values: list[float | None] = []
+    for result in results.values():
+        for series in result.series:
+            values.extend(series.values)
+            values.extend(_lower_bounds_only(series) or ())
+    return spans_decades(values)
+
+
+def offer_log_scale(
+    figure: dict[str, Any], results: Mapping[str, QueryResult], *, unit: str
+) -> dict[str, Any]:
+    """Mark a latency quantile panel's figure as offering linear and log y axes, opening on
+    log when its values span more than two decades. Other figures are returned as they are."""
+    if not is_quantile_panel(results, unit=unit):
+        return figure
+    figure["y_scales"] = list(Y_SCALES)
+    if log_scale_by_default(results, unit=unit):
+        figure["layout"]["yaxis"]["type"] = "log"
+    return figure
+
+
 def panel_figure(kind: PanelKind, results: Mapping[str, QueryResult], *, unit: str) -> Drawn:
     """The figure for a panel of `kind` from its usable query results."""
     if kind == "line":
-        return Drawn(line_figure(results, unit=unit))
+        return Drawn(offer_log_scale(line_figure(results, unit=unit), results, unit=unit))
     if kind == "stacked":
         return Drawn(stacked_figure(results, unit=unit))
     if kind == "heatmap":
         return heatmap_figure(results, unit=unit)
+    if kind == "codes":
+        return Drawn(codes_figure(results, unit=unit))
     raise ValueError(f"unknown panel kind {kind!r}; choose from {sorted(PANEL_KINDS)}")
 
 
@@ -137,16 +235,20 @@ def line_figure(
     data: list[dict[str, Any]] = []
     for trace, result in results.items():
         for series in result.series:
-            data.append(
-                {
-                    "type": "scatter",
-                    "mode": "lines",
-                    "name": _label(trace, series.labels),
-                    "x": utc_times(series.timestamps),
-                    "y": _y(series),
-                    "connectgaps": False,
-                }
-            )
+            line: dict[str, Any] = {
+                "type": "scatter",
+                "mode": "lines",
+                "name": _label(trace, series.labels),
+                "x": utc_times(series.timestamps),
+                "y": _y(series),
+                "connectgaps": False,
+                "hovertemplate": hover_template(unit),
+            }
+            buckets = _buckets(series)
+            if buckets is not None:
+                line["customdata"] = buckets
+                line["hovertemplate"] = quantile_hover_template(unit)
+            data.append(line)
             above = _lower_bounds_only(series)
             if above is not None:
                 # A quantile past the last finite bucket edge has no value, only a bound:
@@ -159,6 +261,7 @@ def line_figure(
                         "name": f"{_label(trace, series.labels)}: above (lower bound)",
                         "x": utc_times(series.timestamps),
                         "y": above,
+                        "hovertemplate": lower_bound_hover_template(unit),
                     }
                 )
     shapes = [
@@ -219,12 +322,39 @@ def stacked_figure(results: Mapping[str, QueryResult], *, unit: str) -> dict[str
                     "showlegend": run == 0,
                     "line": {"width": 1, "color": colour},
                     "marker": {"color": colour, "size": 4},
+                    # The layer's own value, not the stack's top.
+                    "hovertemplate": hover_template(unit),
                 }
             )
     layout = _layout(unit)
     # The whole window, as on the line panels, even where the stack has no complete step.
     layout["xaxis"]["range"] = [x[0], x[-1]]
     return {"data": data, "layout": layout}
+
+
+def codes_figure(results: Mapping[str, QueryResult], *, unit: str) -> dict[str, Any]:
+    """Codes (an XID, say), not amounts: each value holds until the next sample (steps, with
+    a marker per sample), and the y axis has integer ticks at the codes seen only, so there
+    is no "0.5" between codes and no tick for a code nobody reported."""
+    figure = line_figure(results, unit=unit)
+    codes: set[float] = set()
+    for trace in figure["data"]:
+        trace["mode"] = "lines+markers"
+        trace["line"] = {"shape": "hv"}
+        trace["marker"] = {"size": 4}
+        trace["hovertemplate"] = hover_template(unit, value_format="d")
+        codes.update(v for v in trace["y"] if v is not None)
+    ticks = sorted(codes | {0.0})
+    figure["layout"]["yaxis"] |= {
+        "tickmode": "array",
+        "tickvals": ticks,
+        "ticktext": [f"{v:g}" for v in ticks],
+        "tickformat": "d",
+        "hoverformat": "d",
+        # Room above the highest code, and 0 at the bottom even when it is the only code.
+        "range": [-0.5, max(ticks) + 0.5],
+    }
+    return figure
 
 
 def heatmap_figure(

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 from django.utils import timezone
@@ -13,9 +16,24 @@ from django.utils import timezone
 from dashboard.figures import panel_figure
 from dashboard.freshness import freshness_annotate
 from dashboard.panels import PANELS, Group, Panel
-from dashboard.replicas import REPLICA_SPECS, replica_table, replica_table_from
-from inventory.models import Fleet
-from queries import Backend, QueryResult, Scope, Window, run_queries
+from dashboard.replicas import (
+    BASELINE_SPECS,
+    REPLICA_SPECS,
+    baseline_windows,
+    replica_table,
+    replica_table_from,
+)
+from inventory.catalog import CATALOG
+from inventory.models import EndpointInventory, Fleet
+from queries import (
+    ENDPOINT_KIND_FOR_SOURCE,
+    Backend,
+    QueryResult,
+    Scope,
+    Window,
+    run_queries,
+    spec_keys,
+)
 
 TABLE = "replicas"  # spec-name prefix of the replica table's queries
 
@@ -32,7 +50,44 @@ class OverviewRequest:
     group: Group | None = None
 
 
-def _panel_state(panel: Panel, results: dict[str, QueryResult]) -> dict[str, Any]:
+Kinds = Callable[[], set[str]]
+
+
+def scope_kinds(scope: Scope) -> Kinds:
+    """The detected kinds (engine, dcgm, router, ...) of the scope's endpoints with an
+    inventory, read once and only if asked."""
+
+    @cache
+    def kinds() -> set[str]:
+        rows = EndpointInventory.objects.filter(
+            endpoint__fleet=scope.fleet, endpoint__enabled=True
+        ).values_list("endpoint__url", "detected_kind")
+        wanted = None if scope.instances is None else set(scope.instances)
+        return {kind for url, kind in rows if wanted is None or urlsplit(url).netloc in wanted}
+
+    return kinds
+
+
+def _requirements(panel: Panel, results: dict[str, QueryResult], kinds: Kinds) -> list[str]:
+    """What the catalog says enables the flag-gated metrics of a panel (a vLLM flag or
+    setting), in trace order, each once. Empty when one is read from a kind of endpoint
+    the scope has none of: with no DCGM exporter at all, that is why, not a flag."""
+    keys = [
+        key
+        for name, result in results.items()
+        if result.reason == "flag-gated" and name in panel.traces
+        for key in spec_keys(panel.traces[name])
+        if key in CATALOG
+    ]
+    if any(ENDPOINT_KIND_FOR_SOURCE[CATALOG[key].source_kind] not in kinds() for key in keys):
+        return []
+    return list(dict.fromkeys(CATALOG[key].requires for key in keys if CATALOG[key].requires))
+
+
+def _panel_state(panel: Panel, results: dict[str, QueryResult], kinds: Kinds) -> dict[str, Any]:
+    """`status`: ok, partial, error (a source or query failed), not-configured (every
+    metric it reads needs a flag or setting this fleet runs without: `requires` says
+    which, from the catalog) or unavailable (no data, `reasons` say why)."""
     statuses = {r.status for r in results.values()}
     usable = {name: r for name, r in results.items() if r.status in ("ok", "partial")}
     # Messages say why (or which fallback); warnings say what is incomplete (failed
@@ -41,7 +96,19 @@ def _panel_state(panel: Panel, results: dict[str, QueryResult]) -> dict[str, Any
     notes += sorted({w for r in results.values() for w in r.warnings} - set(notes))
     reasons = sorted({r.reason for r in results.values() if r.reason})
     if not usable:
-        status = "error" if "error" in statuses else "unavailable"
+        if "error" in statuses:
+            status = "error"
+        elif reasons == ["flag-gated"] and (requires := _requirements(panel, results, kinds)):
+            # Not a failure: this fleet's vLLM runs without what the panel needs.
+            return {
+                "status": "not-configured",
+                "reasons": reasons,
+                "notes": notes,
+                "requires": requires,
+                "figure": None,
+            }
+        else:
+            status = "unavailable"
         return {"status": status, "reasons": reasons, "notes": notes, "figure": None}
     if not any(r.series for r in usable.values()):
         # Exposed, but nothing in this window (say, a counter with one sample so far).
@@ -78,17 +145,22 @@ def overview_compute(request: OverviewRequest) -> dict[str, Any]:
         for name, spec in REPLICA_SPECS.items():
             specs[f"{TABLE}|{name}"] = spec
             windows[f"{TABLE}|{name}"] = at_end
+        # A model with too few replicas for a median is compared with its previous hour.
+        for name, window in baseline_windows(request.window.end).items():
+            specs[f"{TABLE}|{name}"] = BASELINE_SPECS[name]
+            windows[f"{TABLE}|{name}"] = window
     instances = None if request.instance is None else (request.instance,)
     scope = Scope(request.fleet, model_name=request.model_name, instances=instances)
     results = run_queries(
         specs, scope=scope, window=request.window, backend=request.backend, windows=windows
     )
     panels = []
+    kinds = scope_kinds(scope)
     for panel in shown:
         mine = {name: results[f"{panel.id}|{name}"] for name in panel.traces}
         panels.append(
             {"id": panel.id, "group": panel.group, "title": panel.title, "unit": panel.unit}
-            | _panel_state(panel, mine)
+            | _panel_state(panel, mine, kinds)
         )
     payload: dict[str, Any] = {
         "fleet": request.fleet.slug,
@@ -102,7 +174,7 @@ def overview_compute(request: OverviewRequest) -> dict[str, Any]:
         "panels": panels,
     }
     if table_alongside:
-        table = {name: results[f"{TABLE}|{name}"] for name in REPLICA_SPECS}
+        table = {name: results[f"{TABLE}|{name}"] for name in (*REPLICA_SPECS, *BASELINE_SPECS)}
         payload["replicas"] = replica_table_from(
             request.fleet, results=table, at=request.window.end
         )
@@ -140,7 +212,7 @@ def panel_compute(
         for name, result in results.items()
         for series in result.series
     ]
-    state = _panel_state(panel, results)
+    state = _panel_state(panel, results, scope_kinds(scope))
     return {
         "panel": panel.id,
         "status": state["status"],

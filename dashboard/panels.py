@@ -42,7 +42,8 @@ class Panel:
     title: str
     unit: str  # shown on the y axis: "requests/s", "seconds", "ratio", ...
     traces: Mapping[str, Spec] = field(default_factory=dict)  # trace name -> spec
-    # "line"; "stacked" (traces add up bottom-up in this order); "heatmap" (one `_bucket` Rate).
+    # "line"; "stacked" (traces add up bottom-up in this order); "heatmap" (one `_bucket` Rate);
+    # "codes" (values are codes such as XIDs, not amounts: steps, ticks at the codes seen).
     kind: PanelKind = "line"
 
     def __post_init__(self) -> None:
@@ -78,6 +79,12 @@ def _latency(id: str, key: str, title: str) -> Panel:
 
 
 W = RATE_WINDOW_SECONDS
+# DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL has no documented unit (reference section 9.1: "all-lane
+# NVLink bandwidth counter"): the axis says so rather than guess bytes or KiB. Short enough
+# for a 220 px axis title.
+NVLINK_UNIT = "counter/s (DCGM gives no unit)"
+# One line per GPU: its exporter and DCGM's `gpu` index (its slot on the node).
+GPU = ("instance", "gpu")
 
 PANELS: tuple[Panel, ...] = (
     Panel(
@@ -182,37 +189,44 @@ PANELS: tuple[Panel, ...] = (
             )
         },
     ),
+    # DCGM series are per GPU: one line per GPU (exporter instance and DCGM's `gpu`
+    # index), never a sum across GPUs in a per-GPU unit. The query layer labels each
+    # GPU's series with the replica using it (inventory.gpus), so legends name it; on a
+    # replica's page only that replica's GPUs are read.
     Panel(
-        "gpu.util", Group.GPU, "GPU utilisation", "percent",
-        {"by replica": Gauge("gpu_util", agg="avg", by=("instance",))},
+        "gpu.util", Group.GPU, "GPU utilisation (per GPU)", "percent",
+        {"by GPU": Gauge("gpu_util", agg="max", by=GPU)},
     ),
     Panel(
-        "gpu.memory", Group.GPU, "Framebuffer used", "MiB",
-        {"by replica": Gauge("gpu_fb_used", agg="sum", by=("instance",))},
+        "gpu.memory", Group.GPU, "Framebuffer used (per GPU)", "MiB",
+        {"by GPU": Gauge("gpu_fb_used", agg="max", by=GPU)},
     ),
     Panel(
-        "gpu.power", Group.GPU, "Power", "watts",
-        {"by replica": Gauge("gpu_power", agg="sum", by=("instance",))},
+        "gpu.power", Group.GPU, "Power (per GPU)", "watts",
+        {"by GPU": Gauge("gpu_power", agg="max", by=GPU)},
     ),
     Panel(
-        "gpu.clocks", Group.GPU, "SM clock (throttling shows here)", "MHz",
-        {"by replica": Gauge("gpu_sm_clock", agg="avg", by=("instance",))},
+        "gpu.clocks", Group.GPU, "SM clock (per GPU: throttling shows here)", "MHz",
+        {"by GPU": Gauge("gpu_sm_clock", agg="min", by=GPU)},
     ),
     Panel(
-        "gpu.pipes", Group.GPU, "DRAM and tensor activity", "ratio",
+        "gpu.pipes", Group.GPU, "DRAM and tensor activity (per GPU)", "ratio",
         {
-            "DRAM": Gauge("gpu_dram_active", agg="avg", by=("instance",)),
-            "tensor": Gauge("gpu_tensor_active", agg="avg", by=("instance",)),
+            "DRAM": Gauge("gpu_dram_active", agg="max", by=GPU),
+            "tensor": Gauge("gpu_tensor_active", agg="max", by=GPU),
         },
     ),
     Panel(
-        "gpu.errors", Group.GPU, "Last XID error code", "code",
-        {"by replica": Gauge("gpu_xid", agg="max", by=("instance",))},
+        # The value of the last XID (reference 9.1): a code, not an amount, so it is drawn
+        # as steps with ticks at the codes seen only, never at 0.5.
+        "gpu.errors", Group.GPU, "Last XID error code (per GPU)", "XID code",
+        {"by GPU": Gauge("gpu_xid", agg="max", by=GPU)},
+        kind="codes",
     ),
     Panel(
-        # A counter whose unit DCGM does not document: compare replicas, don't convert.
-        "gpu.nvlink", Group.GPU, "NVLink traffic, all lanes", "counter units/s",
-        {"by replica": Rate("gpu_nvlink_bandwidth", by=("instance",), window_seconds=W)},
+        # A counter without a unit (NVLINK_UNIT): compare GPUs, don't convert.
+        "gpu.nvlink", Group.GPU, "NVLink traffic, all lanes (per GPU)", NVLINK_UNIT,
+        {"by GPU": Rate("gpu_nvlink_bandwidth", by=GPU, window_seconds=W)},
     ),
     Panel(
         "platform.http", Group.GPU, "HTTP responses by status class", "requests/s",

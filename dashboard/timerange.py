@@ -23,7 +23,12 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class RangeError(ValueError):
-    """A time range parameter that cannot be used; the message says which and why."""
+    """A time range parameter that cannot be used; the message says which and why, and
+    `parameter` names it (`since` or `end`) for pages that point at the field."""
+
+    def __init__(self, parameter: str, message: str) -> None:
+        super().__init__(message)
+        self.parameter = parameter
 
 
 @dataclass(frozen=True)
@@ -38,25 +43,36 @@ def parse_range(since: str | None, end: str | None, *, now: datetime) -> TimeRan
     label = since or DEFAULT_RANGE
     length = RANGES.get(label)
     if length is None:
-        raise RangeError(f"since must be one of {', '.join(RANGES)}, not {label[:20]!r}")
+        raise RangeError("since", f"since must be one of {', '.join(RANGES)}, not {label[:20]!r}")
     if end:
         try:
             stop = datetime.fromisoformat(end.replace("Z", "+00:00"))
         except ValueError:
-            raise RangeError(f"end {end[:40]!r} is not an ISO 8601 time") from None
+            raise RangeError("end", f"end {end[:40]!r} is not an ISO 8601 time") from None
         if stop.tzinfo is None:
-            raise RangeError("end needs a time zone (use Z for UTC)")
+            raise RangeError("end", "end needs a time zone (use Z for UTC)")
         try:
-            stop = min(stop.astimezone(UTC), now)
+            stop = stop.astimezone(UTC)
         except OverflowError:
             # Only a year-1 or year-9999 time shifted past the calendar's edge gets here.
             edge = "before" if stop.year == 1 else "after"
-            raise RangeError(f"end {end[:40]!r} is {edge} the times a range can hold") from None
-        if stop - EPOCH < length:
-            raise RangeError(
-                f"end {end[:40]!r} is before {EPOCH:%Y-%m-%d} plus the range ({label})"
+            message = f"end {end[:40]!r} is {edge} the times a range can hold"
+            raise RangeError("end", message) from None
+        if stop > now:
+            # Not quietly "now": a window that ends somewhere else than asked is a wrong answer.
+            message = (
+                f"end {end[:40]!r} is in the future (now is {_stamp(now)});"
+                " leave end empty for a window ending now"
             )
+            raise RangeError("end", message)
+        if stop - EPOCH < length:
+            message = f"end {end[:40]!r} is before {EPOCH:%Y-%m-%d} plus the range ({label})"
+            raise RangeError("end", message)
     else:
         stop = now
     step = max(MIN_STEP_SECONDS, length.total_seconds() / TARGET_POINTS)
     return TimeRange(label, stop - length, stop, step)
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,12 +1,13 @@
-"""Health endpoints; the only views reachable without logging in."""
+"""Health endpoints and the favicon; the only views reachable without logging in."""
 
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_not_required
 from django.db.utils import DatabaseError
-from django.http import HttpRequest, JsonResponse
-from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
+from django.templatetags.static import static
+from django.views.decorators.cache import cache_control, never_cache
+from django.views.decorators.http import require_GET, require_safe
 
 from fleetscope.health import readiness_checks
 
@@ -38,3 +39,16 @@ def readyz(request: HttpRequest) -> JsonResponse:
         "checks": {result.name: result.as_json(staff=staff) for result in results},
     }
     return JsonResponse(body, status=200 if ready else 503)
+
+
+FAVICON = "favicon.svg"
+
+
+@login_not_required
+@cache_control(public=True, max_age=86400)
+@require_safe
+def favicon(request: HttpRequest) -> HttpResponseRedirect:
+    """`/favicon.ico`, which browsers ask for on pages without a <link rel=icon> (a JSON
+    view, say): the static SVG the pages link to, served by whitenoise. A temporary
+    redirect, so a browser never pins a static URL that may change."""
+    return HttpResponseRedirect(static(FAVICON))

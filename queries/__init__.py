@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from queries.features import Feature, feature_statuses
 from queries.histogram_math import parse_le
-from queries.plan import NameGroup, ResolvedKey, resolve_key
+from queries.plan import ENDPOINT_KIND_FOR_SOURCE, NameGroup, ResolvedKey, resolve_key
 from queries.result import QueryResult, ResultSeries
 from queries.run import MAX_PARALLEL_QUERIES, Backend, promql_of, run_queries, run_query
 from queries.spec import (
@@ -27,6 +27,7 @@ from queries.spec import (
 )
 
 __all__ = [
+    "ENDPOINT_KIND_FOR_SOURCE",
     "MAX_PARALLEL_QUERIES",
     "Backend",
     "Feature",

@@ -13,7 +13,7 @@ from inventory.prometheus import PrometheusBadAnswer
 from inventory.store import StoreWindow
 from queries.buckets import common_edges_only
 from queries.local import LOOKBACK_SECONDS, run_local, store_needs
-from queries.plan import Plan, plan_query, scoped_inventories
+from queries.plan import Plan, plan_query, scoped_inventories, with_gpu_replicas
 from queries.promql import Fetched, compile_plan, failed_scrapes, fetch, result_from
 from queries.result import QueryResult, failed
 from queries.spec import Gauge, Scope, Spec, Window, spec_leaves
@@ -24,9 +24,10 @@ MAX_PARALLEL_QUERIES = 8
 
 
 def _finished(plan: Plan, result: QueryResult) -> QueryResult:
-    """What both backends do last: keep shared bucket edges, and say `partial` when some
-    endpoints of the scope expose none of a key's names (the plan's warnings name them)."""
-    result = common_edges_only(plan, result)
+    """What both backends do last: keep shared bucket edges, keep the scope's GPUs and name
+    the replica on each (`with_gpu_replicas`), and say `partial` when some endpoints of the
+    scope expose none of a key's names (the plan's warnings name them)."""
+    result = with_gpu_replicas(plan, common_edges_only(plan, result))
     if result.status == "ok" and any(key.missing for key in plan.keys.values()):
         return replace(result, status="partial")
     return result

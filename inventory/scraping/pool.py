@@ -5,12 +5,17 @@ worker processes (spawned, so they inherit no threads or database connections
 from the web process) each keeps its own Scraper per fleet; a URL always goes
 to the same worker, so its label cache stays warm from cycle to cycle. Workers
 return compact, picklable outcomes; the parent writes the database.
+
+Workers ignore SIGINT: Ctrl-C in a terminal reaches the whole foreground process
+group, and the parent alone decides on shutdown (`ScrapePool.close`, which ends the
+workers through the executor, not by signal).
 """
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import signal
 import zlib
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -33,6 +38,12 @@ class ScrapeConfig:
 
 # Worker-process state: one Scraper per fleet, made on first use.
 _worker_scrapers: dict[str, Scraper] = {}
+
+
+def _worker_init() -> None:
+    """Runs first in each worker: Ctrl-C is the parent's to handle, so a worker neither
+    dies of it mid-scrape nor prints a KeyboardInterrupt traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _worker_scrape(
@@ -91,7 +102,7 @@ class ScrapePool:
                 context = multiprocessing.get_context("spawn")
                 # One single-process executor per shard: a URL must always reach the same worker.
                 self._executors = [
-                    ProcessPoolExecutor(max_workers=1, mp_context=context)
+                    ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_worker_init)
                     for _ in range(self.processes)
                 ]
             return self._executors

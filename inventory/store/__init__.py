@@ -4,8 +4,8 @@ Nothing outside this package touches stored frames, layouts or their encoding.
 Writes: `frame_encode` (in the scrape worker), `frames_write` (one cycle, inside its
 transaction), `frames_prune`. Reads: `StoreWindow` (the frames of some endpoints, names
 and span, read once and cut into `SeriesChunk` matrices, with failed scrapes as stale
-markers), `store_read` (the same, series by series), `label_values`; `caches_clear`
-empties this process's read caches.
+markers), `store_read` (the same, series by series), `label_values`, `series_labels`;
+`caches_clear` empties this process's read caches.
 Inside: `encoding` and `codec`, `rows`, `reads`, `frame_cache` and `span_listings` (the
 per-process caches of decompressed frames and of which frames a span holds), `chunks`,
 `window`, `writes`.
@@ -31,7 +31,9 @@ if TYPE_CHECKING:
         frame_blocks,
         frames_in_window,
         label_values,
+        label_values_ever,
         micros,
+        series_labels,
         store_span,
     )
     from inventory.store.window import (
@@ -53,7 +55,9 @@ _NEEDS_DJANGO = {
         "frame_blocks",
         "frames_in_window",
         "label_values",
+        "label_values_ever",
         "micros",
+        "series_labels",
         "store_span",
     ),
     "inventory.store.window": (
@@ -101,7 +105,9 @@ __all__ = [
     "frames_prune",
     "frames_write",
     "label_values",
+    "label_values_ever",
     "micros",
+    "series_labels",
     "store_read",
     "store_span",
 ]

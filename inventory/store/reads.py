@@ -97,6 +97,24 @@ def label_values(*, series_set_ids: Sequence[int], label: str) -> list[str]:
     return sorted(found)
 
 
+def label_values_ever(*, endpoint_ids: Sequence[int], label: str) -> list[str]:
+    """The values `label` took in any layout these endpoints have had (a model no longer
+    served may still be in an earlier window)."""
+    layouts = SeriesSet.objects.filter(endpoint_id__in=endpoint_ids).values_list("id", flat=True)
+    return label_values(series_set_ids=list(layouts), label=label)
+
+
+def series_labels(*, series_set_ids: Sequence[int]) -> dict[int, list[Mapping[str, str]]]:
+    """The labels of every series in each of these series sets, by series-set id (which
+    GPU each DCGM series is on and the pod using it, say). Shared: read only."""
+    sets = SeriesSet.objects.filter(pk__in=series_set_ids)
+    layouts = _layouts(list(sets.values_list("endpoint_id", flat=True)))
+    return {
+        series_set_id: [labels for _, labels in layouts.get(series_set_id, ())]
+        for series_set_id in series_set_ids
+    }
+
+
 def _layouts(endpoint_ids: Sequence[int]) -> dict[int, list[Series]]:
     """Every layout of these endpoints by series-set id: two small queries, decoded once
     per process."""

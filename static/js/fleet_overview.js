@@ -1,6 +1,8 @@
 // Fleet overview and group pages: draws each panel and the replica table from the overview
 // JSON, kept live over a websocket, with polling as the fallback. Everything from the server
 // is inserted as text (textContent, attributes via properties), never parsed as HTML.
+// Polling stops for good (body[data-polling=stopped]) when asking again cannot help: a URL
+// parameter the server rejects (400) or a signed-out session (401, or the login redirect).
 (function () {
   "use strict";
   var config = document.getElementById("overview-config");
@@ -8,18 +10,109 @@
   var wsPath = config.dataset.wsPath;
   var group = config.dataset.group;
   var isDefaultView = config.dataset.live === "true";
+  var loginUrl = config.dataset.loginUrl;
+  // The page already says which parameter cannot be used: nothing to ask the server.
+  var pageProblem = config.dataset.problem;
   var state = document.getElementById("live-state");
+  var viewAlert = document.getElementById("view-alert");
   var pollTimer = null;
   var socket = null;
   var retries = 0;
+  var stopped = false;
+  // Badge colour per panel status: red only for failures, grey for a fleet that simply
+  // runs without what the panel needs.
+  var STATUS_KIND = {ok: "ok", partial: "warning", "not-configured": "muted", unavailable: "bad", error: "bad"};
+  // The y scale the user picked per panel (linear or log), kept across live updates; a
+  // panel nobody touched follows the server's default (log when values span > 2 decades).
+  var chosenScale = {};
 
   function setState(text, kind) {
     state.textContent = text;
     state.className = "badge badge-" + kind;
   }
 
+  function showAlert(parts) {
+    // parts: strings (text) and {text, href} (links), in order.
+    viewAlert.textContent = "";
+    parts.forEach(function (part) {
+      if (typeof part === "string") {
+        viewAlert.appendChild(document.createTextNode(part));
+        return;
+      }
+      var link = document.createElement("a");
+      link.href = part.href;
+      link.textContent = part.text;
+      viewAlert.appendChild(link);
+    });
+    viewAlert.hidden = false;
+  }
+
+  function stop(text, kind) {
+    stopped = true;
+    clearTimeout(pollTimer);
+    pollTimer = null;
+    document.body.dataset.polling = "stopped";
+    setState(text, kind);
+  }
+
+  function signedOut() {
+    if (stopped) { return; }
+    if (socket) {
+      socket.onclose = null;
+      socket.close();
+    }
+    var next = window.location.pathname + window.location.search;
+    showAlert(["Signed out — ", {text: "log in again", href: loginUrl + "?next=" + encodeURIComponent(next)}]);
+    stop("signed out", "muted");
+  }
+
+  function badParameter(body) {
+    var name = body.parameter || "";
+    var params = new URLSearchParams(window.location.search);
+    params.delete(name);
+    var rest = params.toString();
+    var parts = [body.error || "a URL parameter cannot be used"];
+    if (name && name !== "group") {
+      parts.push(" ", {text: "show the view without " + name, href: window.location.pathname + (rest ? "?" + rest : "")});
+      var control = document.querySelector('#filters [name="' + CSS.escape(name) + '"]');
+      if (control) { control.setAttribute("aria-invalid", "true"); }
+    }
+    if (document.body.dataset.rendered === "true") {
+      parts.push(" (the charts below are the last good view, no longer updated)");
+    }
+    showAlert(parts);
+    stop("stopped", "warning");
+  }
+
   function hhmm(iso) {
     return iso ? iso.slice(11, 16) + " UTC" : "";
+  }
+
+  // A latency quantile panel offers linear and log y axes (figure.y_scales): one button in
+  // its caption, pressed for log. CSP forbids inline handlers: the listener is added here.
+  function scaleToggle(figure, panelId) {
+    var button = figure.querySelector(".scale-toggle");
+    if (button) { return button; }
+    button = document.createElement("button");
+    button.type = "button";
+    button.className = "scale-toggle";
+    button.textContent = "log scale";
+    button.addEventListener("click", function () {
+      var scale = button.getAttribute("aria-pressed") === "true" ? "linear" : "log";
+      chosenScale[panelId] = scale;
+      showScale(button, scale);
+      var plot = figure.querySelector(".plot");
+      if (plot.dataset.drawn === "true") {
+        Plotly.relayout(plot, {"yaxis.type": scale, "yaxis.autorange": true});
+      }
+    });
+    figure.querySelector("figcaption").appendChild(button);
+    return button;
+  }
+
+  function showScale(button, scale) {
+    button.setAttribute("aria-pressed", scale === "log" ? "true" : "false");
+    button.title = scale === "log" ? "y axis on a log scale: click for linear" : "y axis linear: click for a log scale";
   }
 
   function drawPanel(panel) {
@@ -30,12 +123,33 @@
     var note = figure.querySelector(".panel-note");
     var notes = (panel.notes || []).slice();
     var hasData = panel.status === "ok" || panel.status === "partial";
-    status.textContent = panel.status === "ok" ? "" : panel.status;
-    status.className = "panel-status badge badge-" + (panel.status === "ok" ? "ok" : panel.status === "partial" ? "warning" : "bad");
+    status.textContent = panel.status === "ok" ? "" : panel.status.replace("-", " ");
+    status.className = "panel-status badge badge-" + (STATUS_KIND[panel.status] || "bad");
+    figure.classList.toggle("not-configured", panel.status === "not-configured");
+    if (panel.status === "not-configured") {
+      // What would enable it, from the metric catalog; the planner's own note only when it
+      // says more than that (a look-alike metric that is no substitute, say).
+      var requires = panel.requires || [];
+      notes = requires.map(function (what) { return "not configured on this fleet: needs " + what; })
+        .concat(notes.filter(function (text) {
+          return !requires.some(function (what) { return text.endsWith("flag-gated: needs " + what); });
+        }));
+    }
     if (!hasData && panel.last_good_at) {
       notes.push("last good data " + hhmm(panel.last_good_at));
     }
     note.textContent = notes.join(" · ");
+    var toggle = figure.querySelector(".scale-toggle");
+    if (panel.figure && panel.figure.y_scales) {
+      toggle = scaleToggle(figure, panel.id);
+      var yaxis = panel.figure.layout.yaxis || {};
+      var scale = chosenScale[panel.id] || yaxis.type || "linear";
+      panel.figure.layout.yaxis = Object.assign({}, yaxis, {type: scale});
+      showScale(toggle, scale);
+      toggle.hidden = false;
+    } else if (toggle && panel.figure) {
+      toggle.hidden = true;
+    }
     if (panel.figure) {
       figure.classList.remove("unavailable", "stale");
       Plotly.react(plot, panel.figure.data, panel.figure.layout, {displaylogo: false, responsive: true});
@@ -59,6 +173,32 @@
     }
     if (unit === "ratio") { return (value * 100).toFixed(0) + "%"; }
     return Number(value.toPrecision(3)).toString();
+  }
+
+  // A number as a bucket edge: up to 4 significant figures, trailing zeros dropped.
+  function edge(value) {
+    return Number(value.toPrecision(4)).toString();
+  }
+
+  // A quantile's bucket (lower, upper] as the cell shows it: "160–640 s", "500 ms–1 s".
+  function formatBucket(lower, upper, unit) {
+    if (unit === "seconds") {
+      if (upper < 1) { return edge(lower * 1000) + "–" + edge(upper * 1000) + " ms"; }
+      if (lower >= 1 || lower === 0) { return edge(lower) + "–" + edge(upper) + " s"; }
+      return edge(lower * 1000) + " ms–" + edge(upper) + " s";
+    }
+    if (unit === "ratio") { return edge(lower * 100) + "–" + edge(upper * 100) + "%"; }
+    return edge(lower) + "–" + edge(upper);
+  }
+
+  // The rule the table follows, stated once by the server (dashboard.precision).
+  function drawPrecisionNote(table) {
+    var note = document.getElementById("replicas-precision");
+    if (!note || table.wide_bucket_fraction === undefined) { return; }
+    note.textContent = "p99s are read from histogram buckets: when a p99's bucket is wider than " +
+      Math.round(table.wide_bucket_fraction * 100) + "% of its value the cell shows the bucket " +
+      "(hover for the interpolated value), and it is flagged only when the whole bucket is off; " +
+      "past the last bucket edge it shows only the edge it exceeds (“> 1 s”).";
   }
 
   function cell(row, text, className) {
@@ -93,6 +233,9 @@
       th.appendChild(unit);
       var edge = column.worse === "high" ? "at least " + column.factor + "× the median" : "at most 1/" + column.factor + " of the median";
       th.title = "flagged " + edge + " and at least " + column.floor + " " + column.unit + " away from it";
+      if (column.compared_with && column.compared_with.length) {
+        th.title += "; compared with: " + column.compared_with.join("; ");
+      }
       var note = (table.notes || {})[column.id];
       if (note) { th.title = "unavailable: " + note; th.classList.add("unavailable"); }
       head.appendChild(th);
@@ -114,12 +257,26 @@
         var flag = (replica.flags || {})[column.id];
         var value = (replica.values || {})[column.id];
         var above = (replica.above || {})[column.id];
-        var text = above !== undefined ? "> " + formatValue(above, column.unit) : formatValue(value, column.unit);
-        var td = cell(tr, text, flag ? "flag flag-" + flag : "");
-        if (flag) { td.title = (flag === "high" ? "high" : "low") + " against the fleet median"; }
+        var bucket = (replica.buckets || {})[column.id];
+        var wide = bucket && (replica.wide || []).indexOf(column.id) !== -1;
+        var text = formatValue(value, column.unit);
         if (above !== undefined) {
-          td.title = "past the last bucket edge (" + formatValue(above, column.unit) + "): only a lower bound is known";
-        } else if (value === null || value === undefined) { td.title = replica.state === "down" ? "replica down" : "no data"; }
+          text = "> " + formatValue(above, column.unit);
+        } else if (wide) {
+          // Only the bucket is known to this precision: the interpolated value is a guess.
+          text = formatBucket(bucket[0], bucket[1], column.unit);
+        }
+        var classes = (flag ? "flag flag-" + flag : "") + (wide || above !== undefined ? " bucket" : "");
+        var td = cell(tr, text, classes.trim());
+        var why = (replica.titles || {})[column.id] || (replica.not_compared || {})[column.id];
+        var titles = [(replica.interpolated || {})[column.id], why].filter(Boolean);
+        if (above !== undefined) {
+          titles.unshift("past the last bucket edge (> " + formatValue(above, column.unit) + "): only a lower bound is known");
+        } else if (value === null || value === undefined) {
+          titles = [replica.state === "down" ? "replica down" : "no data"];
+        }
+        td.title = titles.join("; ");
+        if (!td.title) { td.removeAttribute("title"); }
       });
     });
     var medians = body.insertRow();
@@ -131,9 +288,18 @@
     cell(medians, "", "");
     table.columns.forEach(function (column) {
       var median = (table.medians || {})[column.id];
-      var td = cell(medians, formatValue(median, column.unit), "");
-      if (median === undefined) { td.title = "needs 3 or more replicas with data"; }
+      var bucket = (table.median_buckets || {})[column.id];
+      var wide = bucket && (table.medians_wide || []).indexOf(column.id) !== -1;
+      var td = cell(medians, wide ? formatBucket(bucket[0], bucket[1], column.unit) : formatValue(median, column.unit), wide ? "bucket" : "");
+      if (median === undefined) {
+        td.title = "needs 3 or more replicas with data";
+      } else if (bucket) {
+        td.title = "between " + formatValue(bucket[0], column.unit) + " and " + formatValue(bucket[1], column.unit) +
+          " (the medians of the replicas' bucket edges); the median of their interpolated values is " +
+          formatValue(median, column.unit);
+      }
     });
+    drawPrecisionNote(table);
   }
 
   function drawSource(source, backend) {
@@ -160,39 +326,67 @@
   }
 
   function poll() {
+    if (stopped) { return; }
     var params = new URLSearchParams(window.location.search);
     if (group) { params.set("group", group); }
     var query = params.toString();
-    fetch(jsonUrl + (query ? "?" + query : ""), {credentials: "same-origin", headers: {"Accept": "application/json"}})
+    // redirect: "manual": a redirect here can only be to the login page, whose HTML is no
+    // answer to read (the server says 401 itself; this covers anything that redirects).
+    fetch(jsonUrl + (query ? "?" + query : ""), {credentials: "same-origin", redirect: "manual", headers: {"Accept": "application/json"}})
       .then(function (response) {
+        if (response.status === 401 || response.type === "opaqueredirect") {
+          signedOut();
+          return null;
+        }
+        var type = (response.headers.get("Content-Type") || "").split(";")[0];
+        if (type !== "application/json") {
+          // A proxy's error page, say: worth asking again later.
+          throw new Error("HTTP " + response.status + " answered with " + (type || "no content type") + ", not JSON");
+        }
         return response.json().then(function (body) {
+          if (response.status === 400) {
+            badParameter(body);
+            return null;
+          }
           if (!response.ok) { throw new Error(body.error || "HTTP " + response.status); }
           return body;
         });
       })
-      .then(render)
-      .catch(function (error) { setState("update failed: " + error.message, "bad"); });
+      .then(function (body) {
+        if (!body || stopped) { return; }
+        render(body);
+        if (state.textContent.indexOf("update failed") === 0) { setState("polling", "muted"); }
+      })
+      .catch(function (error) { if (!stopped) { setState("update failed: " + error.message, "bad"); } });
   }
 
   function schedulePolling() {
     clearTimeout(pollTimer);
+    if (stopped) { return; }
+    document.body.dataset.polling = "on";
     // Slow down in hidden tabs: nobody is looking, so no need to ask as often.
     var delay = document.hidden ? 60000 : 15000;
     pollTimer = setTimeout(function () { poll(); schedulePolling(); }, delay);
   }
 
   function connect() {
+    if (stopped) { return; }
     var scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
     socket = new WebSocket(scheme + window.location.host + wsPath);
     socket.onopen = function () {
       retries = 0;
       setState("live", "ok");
       clearTimeout(pollTimer);
+      document.body.dataset.polling = "off";
     };
     socket.onmessage = function (event) { render(JSON.parse(event.data)); };
     socket.onclose = function (event) {
-      setState(event.code === 4401 ? "signed out" : "polling", "warning");
-      if (event.code === 4401) { return; }
+      if (event.code === 4401) {
+        socket = null;
+        signedOut();
+        return;
+      }
+      setState("polling", "warning");
       schedulePolling();
       retries += 1;
       setTimeout(connect, Math.min(60000, 1000 * Math.pow(2, retries)));
@@ -203,6 +397,10 @@
     if (socket && socket.readyState === WebSocket.OPEN) { socket.send("ping"); }
   }, 60000);
 
+  if (pageProblem) {
+    stop("stopped", "warning");
+    return;
+  }
   poll();
   if (isDefaultView && "WebSocket" in window) {
     connect();

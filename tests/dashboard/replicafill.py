@@ -19,6 +19,18 @@ TYPES = {
 END = 300
 
 
+EDGES = (0.1, 0.5, 1.0)
+
+
+def _bucket(ttft: float | None, edges: Sequence[float], *, slow: bool, beyond: bool) -> float:
+    """The upper edge of the bucket every observation falls in (inf: past the last edge)."""
+    if ttft is not None:
+        return ttft
+    if beyond:
+        return float("inf")
+    return edges[-1] if slow else edges[0]
+
+
 def replica_scrapes(
     *,
     slow: bool = False,
@@ -28,24 +40,39 @@ def replica_scrapes(
     start: float = 0.0,
     model: str = "llama",
     reason: str = "stop",
+    edges: Sequence[float] = EDGES,
+    ttft: float | None = None,
+    history: float = 0.0,
+    ttft_before: float | None = None,
 ) -> list:
     """Scrapes every 15 s for 5 minutes from `start` (seconds after T0): 1 request/s and
     50 tokens/s per engine, every TTFT under 0.1 s (or, when `slow`, between 0.5 and 1 s;
-    when `beyond`, above the last finite edge, 1 s)."""
+    when `beyond`, above the last finite edge, 1 s).
+
+    `edges`: the TTFT bucket edges; `ttft`: the edge every TTFT falls just under (in the
+    bucket it closes). `history`: seconds of scrapes before `start` too, the TTFTs then
+    under `ttft_before` (the same as now when not given), counters running on."""
+    now = _bucket(ttft, edges, slow=slow, beyond=beyond)
+    before = now if ttft_before is None else ttft_before
     scrapes = []
-    for t in range(0, END + 1, 15):
+    per_bucket = dict.fromkeys((*edges, float("inf")), 0.0)
+    for t in range(-int(history), END + 1, 15):
+        if t > -int(history):
+            per_bucket[before if t <= 0 else now] += 15.0
+        n = float(t + int(history))
         samples: list = []
         for engine, (queued, used) in enumerate(zip(waiting, kv, strict=True)):
             labels = {"model_name": model, "engine": str(engine)}
-            n = float(t)
             samples += [
                 ("vllm:request_success_total", {**labels, "finished_reason": reason}, n),
                 ("vllm:generation_tokens_total", labels, 50.0 * n),
                 ("vllm:num_requests_waiting", labels, float(queued)),
                 ("vllm:kv_cache_usage_perc", labels, float(used)),
             ]
-            fast = 0.0 if slow or beyond else n
-            buckets = {"0.1": fast, "0.5": fast, "1.0": 0.0 if beyond else n, "+Inf": n}
+            buckets = {
+                f"{edge}": sum(c for e, c in per_bucket.items() if e <= edge) for edge in edges
+            }
+            buckets["+Inf"] = n
             samples += histogram(TTFT, labels, buckets, total=0.05 * n)
         scrapes.append((start + t, samples))
     return scrapes

@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.figures import Drawn, line_figure, panel_figure
+from dashboard.figures import Drawn, line_figure, log_scale_by_default, panel_figure
 from dashboard.heatmaps import bucket_rates
+from dashboard.precision import WIDE_BUCKET_FRACTION, bucket_is_wide, spans_decades
 from queries import QueryResult, ResultSeries
 
 T = (1_700_000_000.0, 1_700_000_015.0, 1_700_000_030.0)
@@ -251,3 +252,159 @@ def test_a_quantile_with_a_value_at_every_step_has_no_bound_markers() -> None:
     series = ResultSeries({}, (0.0, 15.0), (0.5, 0.7), lower=(0.1, 0.5), upper=(1.0, 1.0))
     figure = line_figure({"p99": QueryResult("ok", (series,))}, unit="seconds")
     assert len(figure["data"]) == 1
+
+
+def test_hover_text_rounds_to_four_significant_figures_with_the_unit_and_data_stays_exact() -> None:
+    series = ResultSeries({"instance": "d:9400"}, T, (196.9176, 79123.4, None))
+    line = line_figure({"by exporter": QueryResult("ok", (series,))}, unit="MiB")
+    (trace,) = line["data"]
+    assert trace["y"] == [196.9176, 79123.4, None]
+    assert trace["hovertemplate"] == "%{x|%Y-%m-%d %H:%M:%S} UTC<br>%{y:,.4~r} MiB"
+    assert line["layout"]["yaxis"]["hoverformat"] == ",.4~r"
+    stacked = panel_figure("stacked", phases([1, 1, 1], [2, 2, 2], [3, 3, 3]), unit="s").figure
+    assert {t["hovertemplate"] for t in stacked["data"]} == {
+        "%{x|%Y-%m-%d %H:%M:%S} UTC<br>%{y:,.4~r} s"
+    }
+
+
+def test_hover_text_escapes_the_unit_for_plotly() -> None:
+    series = ResultSeries({}, T, (1.0, 2.0, 3.0))
+    (trace,) = line_figure({"x": QueryResult("ok", (series,))}, unit="<b>MiB</b>")["data"]
+    assert trace["hovertemplate"].endswith(" &lt;b&gt;MiB&lt;/b&gt;")
+
+
+def test_codes_are_steps_with_integer_ticks_at_the_codes_seen_only() -> None:
+    quiet = ResultSeries({"instance": "a:9400"}, T, (0.0, 0.0, 0.0))
+    failing = ResultSeries({"instance": "b:9400"}, T, (0.0, 74.0, None))
+    figure = strict_json(
+        panel_figure("codes", {"by exporter": QueryResult("ok", (quiet, failing))},
+                     unit="XID code").figure
+    )  # fmt: skip
+    assert [t["y"] for t in figure["data"]] == [[0.0, 0.0, 0.0], [0.0, 74.0, None]]
+    assert {t["line"]["shape"] for t in figure["data"]} == {"hv"}
+    assert {t["hovertemplate"] for t in figure["data"]} == {
+        "%{x|%Y-%m-%d %H:%M:%S} UTC<br>%{y:d} XID code"
+    }
+    yaxis = figure["layout"]["yaxis"]
+    assert (yaxis["tickmode"], yaxis["tickvals"], yaxis["ticktext"]) == (
+        "array",
+        [0, 74],
+        ["0", "74"],
+    )
+    assert (yaxis["tickformat"], yaxis["hoverformat"]) == ("d", "d")
+    assert yaxis["range"] == [-0.5, 74.5]
+
+
+def test_codes_that_are_all_zero_get_one_tick_at_zero_not_a_half() -> None:
+    series = ResultSeries({}, T, (0.0, None, 0.0))
+    figure = panel_figure("codes", {"x": QueryResult("ok", (series,))}, unit="XID code").figure
+    assert figure["layout"]["yaxis"]["tickvals"] == [0]
+    assert figure["layout"]["yaxis"]["range"] == [-0.5, 0.5]
+
+
+# Quantiles from buckets: the stated rule (dashboard.precision), the hover, the log axis.
+
+
+@pytest.mark.parametrize(
+    ("value", "lower", "upper", "wide"),
+    [
+        (635.2, 160.0, 640.0, True),  # issue 20: 480 s of bucket around a "635.20 s"
+        (0.995, 0.5, 1.0, True),
+        (10.4, 10.0, 10.5, False),  # 0.5 s at 10.4 s: the value is worth showing
+        (0.099, 0.0, 0.1, True),  # the first bucket starts at 0
+        (4.0, 3.0, 4.0, False),  # exactly a quarter: not wider than the rule
+        (4.0, 3.0, 4.01, True),
+        (None, 640.0, None, True),  # past the last edge: a lower bound, never a value
+        (0.5, None, None, False),  # not a quantile from buckets: nothing to say
+    ],
+)
+def test_a_quantile_is_shown_as_its_bucket_when_wider_than_the_stated_fraction(
+    value: float | None, lower: float | None, upper: float | None, wide: bool
+) -> None:
+    assert WIDE_BUCKET_FRACTION == 0.25
+    assert bucket_is_wide(value, lower, upper) is wide
+
+
+def quantile(values: Values, lower: Values, upper: Values) -> ResultSeries:
+    return ResultSeries({}, T, tuple(values), lower=tuple(lower), upper=tuple(upper))
+
+
+def test_a_quantile_hover_says_which_bucket_the_value_was_interpolated_in() -> None:
+    p99 = quantile((635.2, None, 20.5), (160.0, 640.0, 20.0), (640.0, None, 21.0))
+    figure = strict_json(line_figure({"p99": QueryResult("ok", (p99,))}, unit="seconds"))
+    line, bound = figure["data"]
+    assert line["y"] == [635.2, None, 20.5]
+    assert line["customdata"] == [[160.0, 640.0], [640.0, None], [20.0, 21.0]]
+    assert line["hovertemplate"] == (
+        "%{x|%Y-%m-%d %H:%M:%S} UTC<br>%{y:,.4~r} s, interpolated within "
+        "(%{customdata[0]:,.4~r} s, %{customdata[1]:,.4~r} s]"
+    )
+    assert bound["y"] == [None, 640.0, None]
+    assert bound["hovertemplate"] == (
+        "%{x|%Y-%m-%d %H:%M:%S} UTC<br>&gt; %{y:,.4~r} s (past the last bucket edge)"
+    )
+    assert "customdata" not in bound
+
+
+def test_a_series_that_is_not_a_quantile_has_no_bucket_in_its_hover() -> None:
+    mean = ResultSeries({}, T, (1.0, 2.0, 3.0))
+    (trace,) = line_figure({"mean": QueryResult("ok", (mean,))}, unit="seconds")["data"]
+    assert "customdata" not in trace
+    assert trace["hovertemplate"] == "%{x|%Y-%m-%d %H:%M:%S} UTC<br>%{y:,.4~r} seconds"
+
+
+@pytest.mark.parametrize(
+    ("values", "spans"),
+    [
+        ([0.01, 0.5, 2.0], True),  # 200x
+        ([0.05, 5.0], False),  # exactly 100x: two decades, not more
+        ([0.05, 5.01], True),
+        ([0.0, None, 0.3, 20.0], False),  # zeros and gaps have no place on a log axis
+        ([0.0, 0.001, 1.0], True),
+        ([3.0], False),
+        ([], False),
+    ],
+)
+def test_values_span_more_than_two_decades(values: list[float | None], spans: bool) -> None:
+    assert spans_decades(values) is spans
+
+
+def latency(
+    p50: Values, p99: Values, p99_bucket: tuple[Values, Values], unit: str = "seconds"
+) -> Drawn:
+    results = {
+        "p50": QueryResult("ok", (quantile(p50, [0.0] * len(p50), [0.1] * len(p50)),)),
+        "p99": QueryResult("ok", (quantile(p99, *p99_bucket),)),
+        "mean": QueryResult("ok", (ResultSeries({}, T, (0.05, 0.05, 0.05)),)),
+    }
+    return panel_figure("line", results, unit=unit)
+
+
+def test_a_latency_quantile_panel_spanning_more_than_two_decades_opens_on_a_log_axis() -> None:
+    figure = strict_json(
+        latency((0.05, 0.06, 0.05), (0.1, 600.0, 0.2), ((0, 160, 0), (1, 640, 1))).figure
+    )
+    assert figure["layout"]["yaxis"]["type"] == "log"
+    assert figure["y_scales"] == ["linear", "log"]  # the page offers the toggle
+
+
+def test_a_lower_bound_past_the_last_edge_counts_towards_the_span() -> None:
+    # p99 only known to exceed 640 s: still 4 decades above the p50's 0.05 s.
+    drawn = latency((0.05, 0.05, 0.05), (0.1, None, 0.1), ((0, 640, 0), (0.2, None, 0.2)))
+    assert drawn.figure["layout"]["yaxis"]["type"] == "log"
+
+
+def test_a_latency_panel_within_two_decades_stays_linear_with_the_toggle_offered() -> None:
+    figure = latency((0.05, 0.06, 0.05), (0.1, 0.3, 0.2), ((0, 0, 0), (1, 1, 1))).figure
+    assert "type" not in figure["layout"]["yaxis"]
+    assert figure["y_scales"] == ["linear", "log"]
+
+
+def test_only_latency_quantile_panels_offer_a_log_scale() -> None:
+    spread = ResultSeries({}, T, (0.001, 1.0, 1000.0))
+    plain = {"mean": QueryResult("ok", (spread,))}
+    assert not log_scale_by_default(plain, unit="seconds")  # no buckets: not a quantile
+    assert "y_scales" not in panel_figure("line", plain, unit="seconds").figure
+    tokens = latency((1, 1, 1), (1e3, 1e3, 1e3), ((0,) * 3, (2e3,) * 3), unit="tokens")
+    assert "y_scales" not in tokens.figure
+    assert "type" not in tokens.figure["layout"]["yaxis"]

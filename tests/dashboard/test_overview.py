@@ -72,7 +72,7 @@ def test_every_panel_is_drawn_from_real_scrapes(sim: SimFleet) -> None:
     for panel in payload["panels"]:
         if panel["id"] in NOT_SIMULATED:
             # fleetsim runs no speculative decoding: the planner's reason, not a flat zero.
-            assert (panel["status"], panel["figure"]) == ("unavailable", None), panel["id"]
+            assert (panel["status"], panel["figure"]) == ("not-configured", None), panel["id"]
             assert any("flag-gated" in note for note in panel["notes"]), panel["notes"]
             continue
         assert panel["status"] == "ok", (panel["id"], panel["notes"])
@@ -99,7 +99,9 @@ def test_gpu_panels_say_why_without_a_dcgm_exporter(sim: SimFleet) -> None:
 def test_overview_json_requires_login(client: Client, sim: SimFleet) -> None:
     Fleet.objects.create(slug="private", name="private")
     response = client.get(reverse("dashboard-fleet-overview-json", args=["private"]))
-    assert response.status_code == 302
+    # JSON for the polling script (not the login page's HTML), and nothing about the fleet.
+    assert response.status_code == 401
+    assert response.json()["error"] == "signed out"
 
 
 def test_overview_json_rejects_bad_parameters_with_a_message(owner_client: Client) -> None:

@@ -10,11 +10,13 @@ scheduler does in production.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypeVar
+from urllib.parse import quote
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -22,7 +24,7 @@ from django.contrib.auth.models import User
 from django.db import connections
 from django.test import override_settings
 from django.utils import timezone
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Request, expect
 
 from dashboard import live
 from fleetscope.lib.channel_layers import redis_channel_layers
@@ -108,7 +110,8 @@ def test_the_replica_table_flags_the_slow_replica_and_links_to_its_view(site: Si
         expect(table.locator("tbody tr")).to_have_count(6)  # five replicas and the median
         slow = table.locator("tr", has_text="10.0.0.4:8000")
         expect(slow.locator("td.flag-high")).to_have_count(1)
-        expect(slow.locator("td.flag-high")).to_contain_text("995 ms")
+        # Its p99 lies in the 0.5-1 s bucket: shown as the bucket, not as "995 ms".
+        expect(slow.locator("td.flag-high")).to_have_text("500 ms–1 s")
         down = table.locator("tr", has_text="10.0.0.5:8000")
         expect(down.locator("td.state-down")).to_contain_text("down since")
         expect(down.locator("td.state-down")).to_contain_text("connection refused")
@@ -129,6 +132,62 @@ def test_the_replica_table_flags_the_slow_replica_and_links_to_its_view(site: Si
         )
         expect(page.locator('[data-panel="latency.ttft"] .js-plotly-plot')).to_have_count(1)
         page.screenshot(path=screenshot_path("group-latency-replica"), full_page=True)
+
+
+def test_a_wide_bucket_p99_shows_its_bucket_and_latency_axes_switch_to_log(site: Site) -> None:
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        logged_in(page, site, f"/fleets/{site.fleet.slug}/")
+        table = page.locator("#replica-table")
+        ttft = "td:nth-child(5)"  # after the replica, its state, requests and tokens
+        slow = table.locator("tr", has_text="10.0.0.4:8000").locator(ttft)
+        expect(slow).to_have_text("500 ms–1 s")
+        expect(slow).to_have_class("flag flag-high bucket")
+        title = slow.get_attribute("title") or ""
+        assert title.startswith("TTFT p99 interpolated as 995 ms within (500 ms, 1 s]; high "), (
+            title
+        )
+        assert title.endswith("the whole bucket is past the flag threshold"), title
+        # Every TTFT of the others is under 0.1 s: a p99 of "99 ms" would claim too much.
+        quick = table.locator("tr", has_text="10.0.0.1:8000").locator(ttft)
+        expect(quick).to_have_text("0–100 ms")
+        median = table.locator("tr.median").locator(ttft)
+        expect(median).to_have_text("0–100 ms")
+        expect(page.locator("#replicas-precision")).to_contain_text("wider than 25% of its value")
+        # Requests are counted, not bucketed: shown as values.
+        requests = table.locator("tr", has_text="10.0.0.1:8000").locator("td:nth-child(3)")
+        expect(requests).not_to_contain_text("–")
+        expect(requests).not_to_have_class(re.compile("bucket"))
+        page.locator("#replicas-title").scroll_into_view_if_needed()
+        table.screenshot(path=screenshot_path("replicas-wide-buckets"))
+
+        # The TTFT panel: the hover names the bucket, and the y axis toggles linear/log.
+        panel = page.locator('[data-panel="latency.ttft"]')
+        plot = panel.locator(".js-plotly-plot")
+        expect(plot).to_have_count(1, timeout=30_000)
+        toggle = panel.locator("button.scale-toggle")
+        expect(toggle).to_have_attribute("aria-pressed", "false")  # 50 ms to 1 s: linear
+        panel.scroll_into_view_if_needed()
+        hover = plot.evaluate(
+            """plot => {
+                const i = plot.data.findIndex(t => t.name === "p99");
+                const n = plot.data[i].y.length - 1;
+                Plotly.Fx.hover(plot, [{curveNumber: i, pointNumber: n}]);
+                return document.querySelector(
+                    '[data-panel="latency.ttft"] .hoverlayer .hovertext').textContent;
+            }"""
+        )
+        assert hover.endswith("s, interpolated within (0.5 s, 1 s]"), hover
+        panel.screenshot(path=screenshot_path("latency-quantile-hover"))
+        plot.evaluate("plot => Plotly.Fx.unhover(plot)")
+        toggle.click()
+        expect(toggle).to_have_attribute("aria-pressed", "true")
+        assert plot.evaluate("plot => plot.layout.yaxis.type") == "log"
+        panel.screenshot(path=screenshot_path("latency-log-scale"))
+        toggle.click()
+        assert plot.evaluate("plot => plot.layout.yaxis.type") == "linear"
+        # Panels that are not latency quantiles have no toggle.
+        expect(page.locator('[data-panel="traffic.requests"] .scale-toggle')).to_have_count(0)
 
 
 def test_hostile_label_values_pushed_over_the_websocket_stay_text(site: Site) -> None:
@@ -186,3 +245,152 @@ def test_chart_times_are_utc_in_a_browser_outside_utc(site: Site) -> None:
         shown = datetime.fromisoformat(str(end)[:19]).replace(tzinfo=UTC)
         assert abs((timezone.now() - shown).total_seconds()) < 600, end
         expect(page.locator("footer")).to_contain_text("All times UTC")
+
+
+POLL_MS = 15_000  # the page's polling interval (fleet_overview.js)
+
+
+def log_in(page: Page, site: Site, path: str) -> None:
+    """Log in and land on `path`, without waiting for a render (a bad URL has none)."""
+    page.goto(f"{site.url}/login/?next={quote(path)}")
+    page.fill("#id_username", "viewer")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"**{path}")
+
+
+def json_requests(page: Page) -> list[str]:
+    """The overview JSON requests the page makes from now on."""
+    seen: list[str] = []
+
+    def note(request: Request) -> None:
+        if "overview.json" in request.url:
+            seen.append(request.url)
+
+    page.on("request", note)
+    return seen
+
+
+def test_a_panel_the_fleet_is_not_configured_for_is_grey_and_names_what_enables_it(
+    site: Site,
+) -> None:
+    # The replicas run without speculative decoding: not a failure, so not red.
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        logged_in(page, site, f"/fleets/{site.fleet.slug}/engine/")
+        panel = page.locator('[data-panel="engine.spec_decode"]')
+        badge = panel.locator(".panel-status")
+        expect(badge).to_have_text("not configured", timeout=30_000)
+        expect(badge).to_have_class("panel-status badge badge-muted")
+        expect(panel).to_have_class("chart not-configured unavailable")
+        # What would enable it, as the catalog says, once (not again as the planner's note).
+        note = panel.locator(".panel-note")
+        expect(note).to_have_text(
+            "not configured on this fleet: needs a speculative-decoding config"
+        )
+        grey = badge.evaluate("b => getComputedStyle(b).backgroundColor")
+        red = page.evaluate(
+            "() => { const b = document.createElement('span'); b.className = 'badge badge-bad';"
+            " document.body.appendChild(b); return getComputedStyle(b).backgroundColor; }"
+        )
+        assert grey == "rgb(238, 241, 244)" and grey != red
+        # Failures keep their colour: no not-configured panel is drawn as one.
+        expect(page.locator(".chart.not-configured .badge-bad")).to_have_count(0)
+        page.locator("#g-engine").scroll_into_view_if_needed()
+        page.screenshot(path=screenshot_path("panel-not-configured"), full_page=True)
+        panel.screenshot(path=screenshot_path("panel-not-configured-closeup"))
+
+
+def test_signing_out_elsewhere_stops_polling_with_a_way_back(site: Site) -> None:
+    with chromium() as browser:
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        page = context.new_page()
+        page.clock.install()  # the 15 s poll timer runs when the test says so
+        path = f"/fleets/{site.fleet.slug}/?since=6h"  # not the default view: it polls
+        logged_in(page, site, path)
+        expect(page.locator("body")).to_have_attribute("data-polling", "on")
+        requests = json_requests(page)
+        # Log out in another tab of the same browser.
+        other = context.new_page()
+        other.goto(f"{site.url}/")
+        other.click("form.logout button[type=submit]")
+        other.wait_for_url("**/")
+        other.close()
+        page.clock.run_for(POLL_MS + 1_000)
+        alert = page.locator("#view-alert")
+        expect(alert).to_have_text("Signed out — log in again", timeout=30_000)
+        link = alert.locator("a", has_text="log in again")
+        expect(link).to_have_attribute("href", f"/login/?next={quote(path, safe='')}")
+        expect(page.locator("#live-state")).to_have_text("signed out")
+        expect(page.locator("body")).to_have_attribute("data-polling", "stopped")
+        assert "Unexpected token" not in (page.locator("main").text_content() or "")
+        page.clock.run_for(2 * POLL_MS)
+        page.wait_for_timeout(500)  # room for a request that should not come
+        assert len(requests) == 1, requests
+        page.screenshot(path=screenshot_path("overview-signed-out"), full_page=True)
+        link.click()
+        page.wait_for_url("**/login/?next=*")
+        context.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("since=7x", "since must be one of 15m, 1h, 3h, 6h, 12h, 24h, 3d, not '7x'"),
+        ("backend=prometheus", "Prometheus is not configured (PROMETHEUS_URL is empty)"),
+        ("end=2999-01-01T00:00:00Z", "end '2999-01-01T00:00:00Z' is in the future"),
+    ],
+)
+def test_a_bad_url_parameter_shows_one_message_and_asks_nothing_more(
+    site: Site, query: str, message: str
+) -> None:
+    with override_settings(PROMETHEUS_URL=None), chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.clock.install()
+        requests = json_requests(page)
+        log_in(page, site, f"/fleets/{site.fleet.slug}/?{query}")
+        alert = page.locator("[role=alert]:visible")
+        expect(alert).to_have_count(1)
+        expect(alert).to_contain_text(message)
+        expect(page.locator("#live-state")).to_have_text("stopped")
+        expect(page.locator("body")).to_have_attribute("data-polling", "stopped")
+        expect(page.locator(".chart")).to_have_count(0)  # no page of empty or red panels
+        page.clock.run_for(2 * POLL_MS + 1_000)
+        page.wait_for_timeout(500)
+        assert requests == []
+        name = query.split("=")[0]
+        expect(page.locator(f"#filters [name={name}]")).to_have_attribute("aria-invalid", "true")
+        page.screenshot(path=screenshot_path(f"overview-bad-{name}"), full_page=True)
+
+
+def disabled(fleet: Fleet, instance: str) -> int:
+    try:
+        return fleet.endpoints.filter(url__contains=f"//{instance}/").update(enabled=False)
+    finally:
+        connections.close_all()
+
+
+def test_a_replica_gone_while_polling_keeps_the_last_view_and_stops(site: Site) -> None:
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.clock.install()
+        logged_in(page, site, f"/fleets/{site.fleet.slug}/latency/?instance=10.0.0.1:8000")
+        plot = page.locator('[data-panel="latency.ttft"] .js-plotly-plot')
+        expect(plot).to_have_count(1, timeout=30_000)
+        requests = json_requests(page)
+        assert off_the_loop(lambda: disabled(site.fleet, "10.0.0.1:8000")) == 1
+        page.clock.run_for(POLL_MS + 1_000)
+        alert = page.locator("#view-alert")
+        expect(alert).to_contain_text(
+            "instance '10.0.0.1:8000' is not a vLLM replica of this fleet;"
+            " its replicas: 10.0.0.2:8000, 10.0.0.3:8000",
+            timeout=30_000,
+        )
+        expect(alert).to_contain_text("the charts below are the last good view")
+        expect(alert.locator("a")).to_have_attribute("href", f"/fleets/{site.fleet.slug}/latency/")
+        expect(plot).to_have_count(1)  # the last good chart stays
+        expect(page.locator("body")).to_have_attribute("data-polling", "stopped")
+        page.clock.run_for(2 * POLL_MS)
+        page.wait_for_timeout(500)
+        assert len(requests) == 1, requests
+        page.screenshot(path=screenshot_path("overview-replica-gone"), full_page=True)

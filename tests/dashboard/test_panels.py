@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from dashboard.overview import OverviewRequest, overview_compute, overview_json
-from dashboard.panels import PANELS_BY_ID, Group, Panel
+from dashboard.panels import NVLINK_UNIT, PANELS_BY_ID, Group, Panel
+from inventory.catalog import CATALOG
 from inventory.models import Fleet
-from queries import Quantile, Rate, Spec, Window, spec_keys
+from queries import Gauge, Quantile, Rate, Spec, Window, spec_keys
 from tests.queries.storefill import at, endpoint_with_scrapes, fleet_named, histogram
 
 M = {"model_name": "llama", "engine": "0"}
@@ -150,7 +151,114 @@ def test_speculative_decoding_panels_say_the_fleet_has_no_speculative_config() -
                                                "local"))  # fmt: skip
     by_id = {p["id"]: p for p in payload["panels"]}
     for id in ("engine.spec_decode", "engine.spec_length"):
-        assert (by_id[id]["status"], by_id[id]["figure"]) == ("unavailable", None)
+        # Not a failure: grey "not configured" on the page, with what would enable it.
+        assert (by_id[id]["status"], by_id[id]["figure"]) == ("not-configured", None)
+        assert by_id[id]["reasons"] == ["flag-gated"]
+        assert by_id[id]["requires"] == [CATALOG["spec_decode_accepted_tokens"].requires]
+        assert by_id[id]["requires"] == ["a speculative-decoding config"]
         assert by_id[id]["notes"] == [
             "spec_decode_accepted_tokens: flag-gated: needs a speculative-decoding config"
         ]
+
+
+GPU_PANELS = ("gpu.util", "gpu.memory", "gpu.power", "gpu.clocks", "gpu.pipes", "gpu.errors",
+              "gpu.nvlink")  # fmt: skip
+
+
+def test_the_nvlink_axis_says_the_counter_has_no_documented_unit() -> None:
+    # The reference (vllm-metrics.md 9.1) calls it an "all-lane NVLink bandwidth counter"
+    # and gives no unit: no bytes, no KiB, and no vague "counter units" either.
+    unit = PANELS_BY_ID["gpu.nvlink"].unit
+    assert unit == NVLINK_UNIT == "counter/s (DCGM gives no unit)"
+    assert not any(word in unit.lower() for word in ("byte", "kib", "mib", "bit/"))
+
+
+def test_the_xid_panel_is_drawn_as_codes_not_amounts() -> None:
+    errors = PANELS_BY_ID["gpu.errors"]
+    assert (errors.kind, errors.unit) == ("codes", "XID code")
+    assert [spec_keys(spec) for spec in errors.traces.values()] == [("gpu_xid",)]
+
+
+def test_gpu_panels_draw_one_line_per_gpu_never_a_fold_of_an_exporters_gpus() -> None:
+    # 4 GPUs x 80 GB summed read as one 300,000 MiB GPU: every GPU spec groups by the
+    # exporter and DCGM's `gpu` index, so each line is one GPU.
+    for id in GPU_PANELS:
+        panel = PANELS_BY_ID[id]
+        for spec in panel.traces.values():
+            assert spec.by == ("instance", "gpu"), id
+        assert "per GPU" in panel.title, id
+    assert PANELS_BY_ID["gpu.memory"].traces["by GPU"] == Gauge(
+        "gpu_fb_used", agg="max", by=("instance", "gpu")
+    )
+
+
+@pytest.mark.django_db
+def test_gpu_legends_name_the_replica_using_each_gpu() -> None:
+    fleet = hand_made_fleet()
+    engine = fleet.endpoints.get(url="http://a:1/metrics")
+    engine.labels = {"pod": "vllm-0", "namespace": "serving", "gpus": "d:9400/0"}
+    engine.save()
+    payload = overview_compute(OverviewRequest(fleet, Window(at(60), at(120), 30), "local"))
+    by_id = {p["id"]: p for p in payload["panels"]}
+    (nvlink,) = by_id["gpu.nvlink"]["figure"]["data"]
+    assert nvlink["name"] == "gpu=0, instance=d:9400, replica=vllm-0 (a:1)"
+    # The replica's own page reads the exporter holding its GPU, by the join.
+    mine = overview_compute(
+        OverviewRequest(fleet, Window(at(60), at(120), 30), "local", instance="a:1")
+    )
+    (nvlink,) = {p["id"]: p for p in mine["panels"]}["gpu.nvlink"]["figure"]["data"]
+    assert (nvlink["name"], nvlink["y"]) == (
+        "gpu=0, instance=d:9400, replica=vllm-0 (a:1)", pytest.approx([100.0] * 3)
+    )  # fmt: skip
+
+
+def test_gpu_panel_units_are_the_catalog_units() -> None:
+    units = {id: PANELS_BY_ID[id].unit for id in GPU_PANELS}
+    assert units == {
+        "gpu.util": "percent",
+        "gpu.memory": "MiB",
+        "gpu.power": "watts",
+        "gpu.clocks": "MHz",
+        "gpu.pipes": "ratio",
+        "gpu.errors": "XID code",
+        "gpu.nvlink": NVLINK_UNIT,
+    }
+    for id in ("gpu.util", "gpu.memory", "gpu.power", "gpu.clocks", "gpu.pipes"):
+        for spec in PANELS_BY_ID[id].traces.values():
+            (key,) = spec_keys(spec)
+            assert CATALOG[key].unit == units[id], (id, key)
+
+
+@pytest.mark.django_db
+def test_an_exporter_with_four_gpus_draws_each_gpu_not_their_sum() -> None:
+    fleet = fleet_named()
+    used = {"0": 79_000.0, "1": 78_500.0, "2": 79_250.5, "3": 12.0}
+    xid = {"0": 0.0, "1": 74.0, "2": 0.0, "3": 0.0}
+    endpoint_with_scrapes(
+        fleet,
+        "d:9400",
+        [
+            (
+                15 * i,
+                [
+                    ("DCGM_FI_DEV_FB_USED", {"gpu": g, "UUID": f"GPU-{g}"}, v)
+                    for g, v in used.items()
+                ]
+                + [("DCGM_FI_DEV_XID_ERRORS", {"gpu": g}, v) for g, v in xid.items()],
+            )
+            for i in range(9)
+        ],
+        types={"DCGM_FI_DEV_FB_USED": "gauge", "DCGM_FI_DEV_XID_ERRORS": "gauge"},
+        kind="dcgm",
+    )
+    payload = overview_compute(OverviewRequest(fleet, Window(at(60), at(120), 30), "local"))
+    by_id = {p["id"]: p for p in payload["panels"]}
+    memory = by_id["gpu.memory"]["figure"]["data"]
+    # No engine endpoint to join them to: each GPU's legend says so, nothing is guessed.
+    assert [(t["name"], t["y"]) for t in memory] == [
+        (f"gpu={g}, instance=d:9400, replica=unmatched", [v] * 3) for g, v in used.items()
+    ]
+    assert by_id["gpu.memory"]["unit"] == "MiB"
+    errors = by_id["gpu.errors"]["figure"]["data"]
+    assert [t["y"] for t in errors] == [[v] * 3 for v in xid.values()]
+    assert by_id["gpu.errors"]["figure"]["layout"]["yaxis"]["tickvals"] == [0, 74]

@@ -25,10 +25,21 @@ def test_long_ranges_widen_the_step_instead_of_failing() -> None:
     assert (span.end - span.start) / timedelta(seconds=span.step_seconds) == 240
 
 
-def test_end_is_parsed_as_utc_and_never_in_the_future() -> None:
+def test_end_is_parsed_as_utc() -> None:
     span = parse_range("1h", "2026-11-29T08:00:00Z", now=NOW)
     assert span.end == datetime(2026, 11, 29, 8, 0, tzinfo=UTC)
-    assert parse_range("1h", "2030-01-01T00:00:00+00:00", now=NOW).end == NOW
+    assert parse_range("1h", "2026-11-29T10:00:00+01:00", now=NOW).end == NOW
+
+
+@pytest.mark.parametrize("end", ["2030-01-01T00:00:00+00:00", "2026-11-29T09:00:01Z"])
+def test_an_end_in_the_future_is_an_error_not_quietly_now(end: str) -> None:
+    with pytest.raises(RangeError) as raised:
+        parse_range("1h", end, now=NOW)
+    assert raised.value.parameter == "end"
+    assert str(raised.value) == (
+        f"end {end!r} is in the future (now is 2026-11-29T09:00:00Z);"
+        " leave end empty for a window ending now"
+    )
 
 
 @pytest.mark.parametrize(
@@ -44,5 +55,6 @@ def test_end_is_parsed_as_utc_and_never_in_the_future() -> None:
     ],
 )
 def test_bad_ranges_say_what_is_wrong(since: str, end: str | None, message: str) -> None:
-    with pytest.raises(RangeError, match=message):
+    with pytest.raises(RangeError, match=message) as raised:
         parse_range(since, end, now=NOW)
+    assert raised.value.parameter == ("since" if since == "7y" else "end")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
 from http.server import BaseHTTPRequestHandler
@@ -65,9 +68,6 @@ def test_blocked_targets_are_refused_inside_the_workers_too(pool: ScrapePool) ->
 
 
 def test_a_pool_whose_worker_died_starts_fresh_on_the_next_cycle(sim: Fleet) -> None:
-    import os
-    import signal
-
     workers = ScrapePool(processes=2, config=CONFIG)
     urls = [t.url for t in sim.targets]
     try:
@@ -95,3 +95,35 @@ def test_celery_worker_processes_scrape_without_children_of_their_own() -> None:
     finally:
         services.scrape_pool_close()
         services._state.in_process_only = False
+
+
+def test_ctrl_c_is_the_parents_to_handle_workers_ignore_it_and_close_still_ends_them(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    # Ctrl-C reaches the whole foreground process group: a worker that took it would
+    # print a KeyboardInterrupt traceback (one per worker) and die mid-scrape.
+    def respond(h: BaseHTTPRequestHandler) -> None:
+        send_body(h, b"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n")
+
+    workers = ScrapePool(processes=2, config=CONFIG)  # spawned here: stderr is captured
+    try:
+        with serving(respond) as server:
+            urls = [server.url(f"/replica-{i}/metrics") for i in range(6)]
+            assert {shard_of(url, 2) for url in urls} == {0, 1}
+            assert all(o.ok for o in workers.scrape("fleet-e", urls, []))
+            processes = [p for e in workers._executors for p in e._processes.values()]
+            assert len(processes) == 2
+            for process in processes:
+                assert process.pid is not None
+                os.kill(process.pid, signal.SIGINT)
+            time.sleep(1.0)  # ample for a signal to land and a traceback to be written
+            assert all(p.is_alive() and p.exitcode is None for p in processes)
+            # The same workers go on scraping.
+            assert all(o.ok for o in workers.scrape("fleet-e", urls, []))
+            assert [p for e in workers._executors for p in e._processes.values()] == processes
+    finally:
+        workers.close()
+    # close() ends every worker, cleanly: the parent's shutdown does not rely on signals.
+    assert [p.exitcode for p in processes] == [0, 0]
+    err = capfd.readouterr().err
+    assert "KeyboardInterrupt" not in err and "Traceback" not in err, err
