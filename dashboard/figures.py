@@ -111,6 +111,8 @@ def _buckets(series: ResultSeries) -> list[list[float | None]] | None:
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+TWO_HOURS_MS = 2 * 3600 * 1000
+DAY_MS = 24 * 3600 * 1000
 
 
 @lru_cache(maxsize=32)
@@ -151,8 +153,18 @@ def _layout(unit: str) -> dict[str, Any]:
     return {
         "margin": {"l": 50, "r": 10, "t": 10, "b": 30},
         "height": 220,
-        # Hours and minutes only: the window note above the charts carries the date (UTC).
-        "xaxis": {"type": "date", "tickformat": "%H:%M", "title": {"text": ""}},
+        # Hours and minutes while ticks are under two hours apart (the window note above
+        # the charts carries the date); wider ticks (24 h, 3 d views) name the day too, so
+        # a 3-day axis never reads "00:00 00:00 00:00".
+        "xaxis": {
+            "type": "date",
+            "tickformatstops": [
+                {"dtickrange": [None, TWO_HOURS_MS], "value": "%H:%M"},
+                {"dtickrange": [TWO_HOURS_MS, DAY_MS], "value": "%d %b %H:%M"},
+                {"dtickrange": [DAY_MS, None], "value": "%d %b"},
+            ],
+            "title": {"text": ""},
+        },
         # SI suffixes: plotly's default "B" for billions reads as bytes on a bytes axis.
         "yaxis": {
             "title": {"text": unit},

@@ -68,16 +68,18 @@ def serve_embedded(
     port: int,
     demo_fleet: bool = False,
     on_starting: Callable[[str | None], None] | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> None:
     """Run until Ctrl-C; stop everything this started before returning.
 
-    `on_starting` gets the demo fleet's summary (or None) just before the web server binds.
+    `on_starting` gets the demo fleet's summary (or None) just before the web server binds;
+    `say` gets the demo's start-up progress (filling its history), a line at a time.
     """
     fleet = None
     if demo_fleet:
         from fleetscope.demo_fleet import demo_fleet_start
 
-        fleet = demo_fleet_start()
+        fleet = demo_fleet_start(say=say)
     scheduler = (
         InProcessScheduler(periodic_jobs()) if settings.FLEETSCOPE_INPROCESS_SCHEDULER else None
     )

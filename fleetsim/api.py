@@ -6,7 +6,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import CollectorRegistry
@@ -19,7 +19,12 @@ from fleetsim.scenarios import install
 from fleetsim.server import Listener, MetricsServer, PortInUseError, text_render
 from fleetsim.targets import Slot, Target, complete_manifest, make_target, port_plan
 
-__all__ = ["Fleet", "PortInUseError", "Target", "sample_exposition", "start_fleet"]
+if TYPE_CHECKING:  # fleetsim.history imports this module
+    from fleetsim.history import History
+
+__all__ = [
+    "Fleet", "PortInUseError", "Target", "continue_fleet", "sample_exposition", "start_fleet",
+]  # fmt: skip
 
 SAMPLE_EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z: fixed so samples are reproducible
 TICK_S = 0.5
@@ -73,7 +78,12 @@ def sample_exposition(
 
 
 class Fleet:
-    """A fleet served on loopback ports by background threads of this process."""
+    """A fleet served on loopback ports by background threads of this process.
+
+    The model's clock follows the wall clock: simulated second t is served at
+    `model.unix(t)`, so a model that was simulated up to some past time (a History)
+    catches up to now when it starts serving, its counters going on from there.
+    """
 
     def __init__(
         self,
@@ -85,6 +95,7 @@ class Fleet:
         self.model = model
         self._lock = threading.Lock()
         self._t0 = time.monotonic()
+        self._sim0 = (time.time() - model.epoch) * model.speed  # the model's now, on the wall
         self._servers: dict[tuple[str, int | None], MetricsServer] = {}
         self._ports: dict[tuple[str, int | None], int] = {}
         self._reopen: set[int] = set()
@@ -97,11 +108,23 @@ class Fleet:
         self._listener = Listener()
         self._stop = threading.Event()
         self._ticker = threading.Thread(target=self._tick, name="fleetsim-tick", daemon=True)
-        model.listeners.append(self._replica_changed)
+        self._serving = False
 
-    def _start(self) -> None:
-        for server in self._servers.values():
-            self._listener.add(server)
+    def serve(self) -> None:
+        """Catch the model up to now and answer scrapes; `continue_fleet` leaves this to the
+        caller, once its history is written."""
+        with self._lock:
+            if self._serving or self._stop.is_set():
+                return
+            self.model.advance_to(self.sim_now())
+            for replica in self.model.replicas:  # down or up as the history left them
+                key = ("vllm", replica.index)
+                if not replica.up and key in self._servers:
+                    self._servers.pop(key).server_close()
+            self.model.listeners.append(self._replica_changed)
+            for server in self._servers.values():
+                self._listener.add(server)
+            self._serving = True
         self._listener.start()
         self._ticker.start()
 
@@ -109,12 +132,16 @@ class Fleet:
         if self._stop.is_set():
             return
         self._stop.set()
-        self._ticker.join(timeout=5)
+        if self._serving:
+            self._ticker.join(timeout=5)
         with self._lock:
             servers = list(self._servers.values())
             self._servers.clear()
         for server in servers:
-            self._listener.remove(server)
+            if self._serving:
+                self._listener.remove(server)
+            else:
+                server.server_close()
         self._listener.stop()
 
     def __enter__(self) -> Fleet:
@@ -129,7 +156,7 @@ class Fleet:
         self.stop()
 
     def sim_now(self) -> float:
-        return (time.monotonic() - self._t0) * self.model.speed
+        return self._sim0 + (time.monotonic() - self._t0) * self.model.speed
 
     def catch_up(self) -> None:
         with self._lock:
@@ -206,6 +233,29 @@ def start_fleet(
         speed=speed,
     )
     truth = install(model, scenario, at=at, duration=duration, targets=targets)
+    run = {"replicas": replicas, "scenario": scenario, "at": at, "dialect": dialect,
+           "dialect_of": {str(i): d for i, d in sorted((dialect_of or {}).items())}, "dp": dp,
+           "seed": seed, "speed": speed}  # fmt: skip
+    fleet = _bind(model, plan, truth, run)
+    fleet.serve()
+    return fleet
+
+
+def continue_fleet(history: History, *, base_port: int = 0) -> Fleet:
+    """The fleet `history` simulates, bound to its ports but not yet serving: the history
+    takes the fleet's targets (so its scrapes and the live ones are the same series), is
+    written by the caller, then `Fleet.serve()` goes on from where it ended, with every
+    counter carrying on. Raises PortInUseError before anything is listening."""
+    model = history.model
+    if model.speed != 1.0:
+        raise ValueError("a history runs at speed 1")
+    fleet = _bind(model, port_plan(len(model.replicas), base_port), history.truth, history.run)
+    history.retarget(fleet.targets)
+    fleet.manifest = history.manifest
+    return fleet
+
+
+def _bind(model: FleetModel, plan: list[Slot], truth: dict[str, Any], run: dict[str, Any]) -> Fleet:
     servers: list[tuple[Slot, MetricsServer]] = []
     fleet_ref: list[Fleet] = []
     try:
@@ -216,12 +266,8 @@ def start_fleet(
         for _, server in servers:
             server.server_close()
         raise
-    run = {"replicas": replicas, "scenario": scenario, "at": at, "dialect": dialect,
-           "dialect_of": {str(i): d for i, d in sorted((dialect_of or {}).items())}, "dp": dp,
-           "seed": seed, "speed": speed}  # fmt: skip
     fleet = Fleet(model, servers, truth, run)
     fleet_ref.append(fleet)
-    fleet._start()
     return fleet
 
 

@@ -54,6 +54,8 @@ class History:
         self.start = end - span
         self.step = step
         self.steps = int(span // step)
+        self.next_step = 0  # the first step not yet written: a history can be written in parts
+        self._part_end: int | None = None
         self.model = FleetModel(
             replicas=replicas,
             dialect=dialect,
@@ -70,14 +72,42 @@ class History:
         run = {"replicas": replicas, "scenario": scenario, "at": at, "dialect": dialect,
                "dialect_of": {str(i): d for i, d in sorted((dialect_of or {}).items())},
                "dp": dp, "seed": seed, "hours": hours, "step": step}  # fmt: skip
+        self.truth = truth
+        self.run = run
         self.manifest = complete_manifest(self.model, truth, self.targets, **run)
 
+    @property
+    def end(self) -> float:
+        """The unix time of the last step."""
+        return self.start + self.steps * self.step
+
+    @property
+    def done(self) -> bool:
+        return self.next_step > self.steps
+
+    def extend_to(self, end: float) -> None:
+        """Add the steps up to `end` (on the same grid): a history written up to its end can
+        go on to the time it took to write it."""
+        last = math.floor(end / self.step) * self.step
+        self.steps = max(self.steps, int(round((last - self.start) / self.step)))
+
+    def retarget(self, targets: list[Target]) -> None:
+        """Scrape labels from `targets` (the same endpoints, in port_plan order, on the
+        ports a live fleet bound), so this history and that fleet's scrapes join."""
+        if [(t.kind, t.replica) for t in targets] != [(t.kind, t.replica) for t in self.targets]:
+            raise ValueError("retarget: not the same endpoints as the history's")
+        self.targets = list(targets)
+        self.manifest = complete_manifest(self.model, self.truth, self.targets, **self.run)
+
     def scrapes(self) -> Iterator[tuple[float, list[tuple[Target, list[Family] | None]]]]:
-        """(unix time, [(target, families or None when the target is down)]) per step."""
+        """(unix time, [(target, families or None when the target is down)]) per step, from
+        the first step not yet written to the end, or to the end of the part being written."""
         model = self.model
-        for k in range(self.steps + 1):
-            t = k * self.step
+        stop = self.steps + 1 if self._part_end is None else min(self.steps + 1, self._part_end)
+        while self.next_step < stop:
+            t = self.next_step * self.step
             model.advance_to(t)
+            self.next_step += 1
             yield self.start + t, [(target, self._scrape(target)) for target in self.targets]
 
     def _scrape(self, target: Target) -> list[Family] | None:
@@ -92,19 +122,25 @@ class History:
             return model.gateway_families()
         return model.prober_families()
 
-    def write_openmetrics(self, out: str | Path) -> dict[str, Any]:
-        """Write the whole history to `out`; returns the manifest."""
+    def write_openmetrics(self, out: str | Path, *, steps: int | None = None) -> dict[str, Any]:
+        """Write the history to `out`: the whole of it, or with `steps` only the next that
+        many steps (call again with another file for the next part); returns the manifest."""
         with tempfile.TemporaryDirectory(prefix="fleetsim-history-") as spill:
             writer = _Writer(Path(spill))
-            for unix, scrapes in self.scrapes():
-                ts = _format_ts(unix)
-                for target, families in scrapes:
-                    scrape_labels = (("instance", target.instance), *sorted(target.labels.items()))
-                    up = Family("up", "gauge", SERIES_HELP_UP)
-                    up.add((), 0.0 if families is None else 1.0)
-                    writer.write(up, scrape_labels, ts)
-                    for fam in families or ():
-                        writer.write(fam, scrape_labels, ts)
+            self._part_end = None if steps is None else self.next_step + steps
+            try:
+                for unix, scrapes in self.scrapes():
+                    ts = _format_ts(unix)
+                    for target, families in scrapes:
+                        labels = target.labels.items()
+                        scrape_labels = (("instance", target.instance), *sorted(labels))
+                        up = Family("up", "gauge", SERIES_HELP_UP)
+                        up.add((), 0.0 if families is None else 1.0)
+                        writer.write(up, scrape_labels, ts)
+                        for fam in families or ():
+                            writer.write(fam, scrape_labels, ts)
+            finally:
+                self._part_end = None
             writer.finish(Path(out))
         return self.manifest
 

@@ -3,6 +3,19 @@
 // is inserted as text (textContent, attributes via properties), never parsed as HTML.
 // Polling stops for good (body[data-polling=stopped]) when asking again cannot help: a URL
 // parameter the server rejects (400) or a signed-out session (401, or the login redirect).
+//
+// Drawing order: the browser, not the server, is the slow part (31 charts take seconds on a
+// loaded 2-core machine), so a payload's text (the replica table, badges, notes) goes in at
+// once and its charts are drawn one per task: first the panels on screen, in page order,
+// then those within one viewport of it, then the rest when the page is idle; a panel
+// scrolled to is drawn next. Each figure says data-drawn=true once it shows the latest
+// payload; body[data-rendered=true] once the first screen is drawn, body[data-all-drawn=true]
+// while every panel is. Later payloads update charts in place (Plotly.react). The marks
+// fleetscope:first-chart and fleetscope:all-charts (benchmarks/browser_overview.py) are
+// set at the first paint after the first and the last chart of the first payload.
+// plotly.js loads asynchronously (the template's #plotly-js): the overview is fetched and its
+// table drawn meanwhile. ?render=all-at-once gives the page as it was, the benchmark's
+// baseline: plotly.js loaded first and every chart drawn in one go with Plotly.newPlot.
 (function () {
   "use strict";
   var config = document.getElementById("overview-config");
@@ -25,6 +38,13 @@
   // The y scale the user picked per panel (linear or log), kept across live updates; a
   // panel nobody touched follows the server's default (log when values span > 2 decades).
   var chosenScale = {};
+  var allAtOnce = new URLSearchParams(window.location.search).get("render") === "all-at-once";
+  // Panel id -> its payload whose chart is not drawn yet (only the latest one is kept).
+  var pendingCharts = {};
+  var stepTimer = null;
+  var idleHandle = null;
+  var observer = null;
+  var marked = {};
 
   function setState(text, kind) {
     state.textContent = text;
@@ -115,8 +135,13 @@
     button.title = scale === "log" ? "y axis on a log scale: click for linear" : "y axis linear: click for a log scale";
   }
 
-  function drawPanel(panel) {
-    var figure = document.querySelector('[data-panel="' + CSS.escape(panel.id) + '"]');
+  function figureOf(id) {
+    return document.querySelector('[data-panel="' + CSS.escape(id) + '"]');
+  }
+
+  // A panel's text, badge and classes, at once; its chart goes to the drawing queue.
+  function updatePanel(panel) {
+    var figure = figureOf(panel.id);
     if (!figure) { return; }
     var plot = figure.querySelector(".plot");
     var status = figure.querySelector(".panel-status");
@@ -143,27 +168,131 @@
     if (panel.figure && panel.figure.y_scales) {
       toggle = scaleToggle(figure, panel.id);
       var yaxis = panel.figure.layout.yaxis || {};
-      var scale = chosenScale[panel.id] || yaxis.type || "linear";
-      panel.figure.layout.yaxis = Object.assign({}, yaxis, {type: scale});
-      showScale(toggle, scale);
+      showScale(toggle, chosenScale[panel.id] || yaxis.type || "linear");
       toggle.hidden = false;
     } else if (toggle && panel.figure) {
       toggle.hidden = true;
     }
     if (panel.figure) {
-      figure.classList.remove("unavailable", "stale");
-      Plotly.react(plot, panel.figure.data, panel.figure.layout, {displaylogo: false, responsive: true});
-      plot.dataset.drawn = "true";
-    } else if (plot.dataset.drawn === "true" && panel.status === "error") {
+      pendingCharts[panel.id] = panel;
+      figure.dataset.drawn = "false";
+      return;
+    }
+    delete pendingCharts[panel.id];
+    figure.dataset.drawn = "true";
+    if (plot.dataset.drawn === "true" && panel.status === "error") {
       // The source failed: keep the last good chart, dimmed, rather than blank or zeros.
       figure.classList.add("stale");
     } else {
       figure.classList.add("unavailable");
       figure.classList.remove("stale");
-      Plotly.purge(plot);
+      if (window.Plotly) { Plotly.purge(plot); }
       plot.textContent = "";
       delete plot.dataset.drawn;
     }
+  }
+
+  // plotly.js loads asynchronously: the table and the text need not wait for it.
+  var waitingForPlotly = false;
+  function plotlyReady() {
+    if (window.Plotly) { return true; }
+    var script = document.getElementById("plotly-js");
+    if (script && !waitingForPlotly) {
+      waitingForPlotly = true;
+      script.addEventListener("load", function () { waitingForPlotly = false; scheduleCharts(); });
+    }
+    return false;
+  }
+
+  function drawChart(figure, panel) {
+    delete pendingCharts[panel.id];
+    var plot = figure.querySelector(".plot");
+    if (panel.figure.y_scales) {
+      // The scale picked now, which may have changed since the payload came.
+      var yaxis = panel.figure.layout.yaxis || {};
+      panel.figure.layout.yaxis = Object.assign({}, yaxis, {type: chosenScale[panel.id] || yaxis.type || "linear"});
+    }
+    figure.classList.remove("unavailable", "stale");
+    var draw = allAtOnce ? Plotly.newPlot : Plotly.react;
+    draw(plot, panel.figure.data, panel.figure.layout, {displaylogo: false, responsive: true});
+    plot.dataset.drawn = "true";
+    figure.dataset.drawn = "true";
+    mark("fleetscope:first-chart");
+  }
+
+  // A performance mark at the first paint after now (once per name), for the benchmark.
+  function mark(name) {
+    if (marked[name] || !window.performance || !performance.mark) { return; }
+    marked[name] = true;
+    requestAnimationFrame(function () { setTimeout(function () { performance.mark(name); }, 0); });
+  }
+
+  // The next chart to draw: the first pending one on screen, else within a viewport of it,
+  // else any ({far: true}: drawn when the page is idle).
+  function nextChart() {
+    var height = window.innerHeight || document.documentElement.clientHeight;
+    var near = null;
+    var far = null;
+    var figures = document.querySelectorAll("figure.chart[data-panel]");
+    for (var i = 0; i < figures.length; i++) {
+      var panel = pendingCharts[figures[i].dataset.panel];
+      if (!panel) { continue; }
+      var box = figures[i].getBoundingClientRect();
+      if (box.bottom > 0 && box.top < height) {
+        return {figure: figures[i], panel: panel, visible: true};
+      }
+      if (!near && box.bottom > -height && box.top < 2 * height) {
+        near = {figure: figures[i], panel: panel};
+      } else if (!far) {
+        far = {figure: figures[i], panel: panel, far: true};
+      }
+    }
+    return near || far;
+  }
+
+  function settle() {
+    var next = nextChart();
+    if (!next || !next.visible) {
+      document.body.dataset.rendered = "true";
+    }
+    document.body.dataset.allDrawn = next ? "false" : "true";
+    if (!next) { mark("fleetscope:all-charts"); }
+    return next;
+  }
+
+  function whenIdle(callback) {
+    if (window.requestIdleCallback) { return window.requestIdleCallback(callback, {timeout: 2000}); }
+    return setTimeout(callback, 50);
+  }
+
+  function scheduleCharts() {
+    if (stepTimer === null) { stepTimer = setTimeout(drawStep, 0); }
+  }
+
+  // One chart per task, so the browser paints and answers input between charts.
+  function drawStep(fromIdle) {
+    stepTimer = null;
+    var next = settle();
+    if (!next || !plotlyReady()) { return; }
+    if (next.far && fromIdle !== true) {
+      if (idleHandle === null) {
+        idleHandle = whenIdle(function () { idleHandle = null; drawStep(true); });
+      }
+      return;
+    }
+    drawChart(next.figure, next.panel);
+    scheduleCharts();
+  }
+
+  function watchScrolling() {
+    if (observer || !("IntersectionObserver" in window)) { return; }
+    // A panel coming within a viewport of the screen is drawn before the idle ones.
+    observer = new IntersectionObserver(function (entries) {
+      if (entries.some(function (entry) { return entry.isIntersecting && pendingCharts[entry.target.dataset.panel]; })) {
+        scheduleCharts();
+      }
+    }, {rootMargin: "100% 0px 100% 0px"});
+    document.querySelectorAll("figure.chart[data-panel]").forEach(function (figure) { observer.observe(figure); });
   }
 
   function formatValue(value, unit) {
@@ -315,19 +444,39 @@
   }
 
   function render(payload) {
-    payload.panels.forEach(drawPanel);
+    // What on-call reads first: the replica table and the text, then the charts.
     drawReplicas(payload.replicas);
     drawSource(payload.source_state, payload.backend);
     var scope = payload.instance ? ", replica " + payload.instance : "";
     document.getElementById("window-note").textContent =
       "All times UTC. Window " + payload.window.start + " to " + payload.window.end +
       ", step " + payload.window.step_seconds + " s, source: " + payload.backend + scope + ".";
-    document.body.dataset.rendered = "true";
+    payload.panels.forEach(updatePanel);
+    if (allAtOnce) {
+      document.querySelectorAll("figure.chart[data-panel]").forEach(function (figure) {
+        var panel = pendingCharts[figure.dataset.panel];
+        if (panel) { drawChart(figure, panel); }
+      });
+      settle();
+      return;
+    }
+    watchScrolling();
+    settle();
+    scheduleCharts();
+  }
+
+  // The socket re-sends on connect the overview the page has just fetched: drawn once.
+  var lastText = null;
+  function renderText(text, body) {
+    if (text === lastText) { return; }
+    lastText = text;
+    render(body || JSON.parse(text));
   }
 
   function poll() {
     if (stopped) { return; }
     var params = new URLSearchParams(window.location.search);
+    params.delete("render");  // how the page draws, nothing the server reads
     if (group) { params.set("group", group); }
     var query = params.toString();
     // redirect: "manual": a redirect here can only be to the login page, whose HTML is no
@@ -343,18 +492,19 @@
           // A proxy's error page, say: worth asking again later.
           throw new Error("HTTP " + response.status + " answered with " + (type || "no content type") + ", not JSON");
         }
-        return response.json().then(function (body) {
+        return response.text().then(function (text) {
+          var body = JSON.parse(text);
           if (response.status === 400) {
             badParameter(body);
             return null;
           }
           if (!response.ok) { throw new Error(body.error || "HTTP " + response.status); }
-          return body;
+          return {body: body, text: text};
         });
       })
-      .then(function (body) {
-        if (!body || stopped) { return; }
-        render(body);
+      .then(function (answer) {
+        if (!answer || stopped) { return; }
+        renderText(answer.text, answer.body);
         if (state.textContent.indexOf("update failed") === 0) { setState("polling", "muted"); }
       })
       .catch(function (error) { if (!stopped) { setState("update failed: " + error.message, "bad"); } });
@@ -379,7 +529,7 @@
       clearTimeout(pollTimer);
       document.body.dataset.polling = "off";
     };
-    socket.onmessage = function (event) { render(JSON.parse(event.data)); };
+    socket.onmessage = function (event) { renderText(event.data); };
     socket.onclose = function (event) {
       if (event.code === 4401) {
         socket = null;

@@ -408,3 +408,14 @@ def test_only_latency_quantile_panels_offer_a_log_scale() -> None:
     tokens = latency((1, 1, 1), (1e3, 1e3, 1e3), ((0,) * 3, (2e3,) * 3), unit="tokens")
     assert "y_scales" not in tokens.figure
     assert "type" not in tokens.figure["layout"]["yaxis"]
+
+
+def test_wide_time_axes_name_the_day_and_narrow_ones_the_hour() -> None:
+    figure = panel_figure("line", phases([1, 1, 1], [2, 2, 2], [3, 3, 3]), unit="s").figure
+    stops = figure["layout"]["xaxis"]["tickformatstops"]
+    two_hours, day = 2 * 3600 * 1000, 24 * 3600 * 1000
+    assert [(s["dtickrange"], s["value"]) for s in stops] == [
+        ([None, two_hours], "%H:%M"),
+        ([two_hours, day], "%d %b %H:%M"),  # a 24 h view's 3-hourly ticks cross midnight
+        ([day, None], "%d %b"),  # a 3-day view: never "00:00 00:00 00:00"
+    ]

@@ -394,3 +394,50 @@ def test_a_replica_gone_while_polling_keeps_the_last_view_and_stops(site: Site) 
         page.wait_for_timeout(500)
         assert len(requests) == 1, requests
         page.screenshot(path=screenshot_path("overview-replica-gone"), full_page=True)
+
+
+def test_off_screen_panels_are_drawn_when_scrolled_to_and_updates_redraw_in_place(
+    site: Site,
+) -> None:
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        # A page that is never idle: only scrolling can bring a far panel's chart.
+        page.add_init_script("window.requestIdleCallback = function () { return 0; };")
+        logged_in(page, site, f"/fleets/{site.fleet.slug}/")
+        expect(page.locator("#live-state")).to_have_text("live", timeout=30_000)
+        first = page.locator('[data-panel="traffic.requests"]')
+        expect(first).to_have_attribute("data-drawn", "true")
+        # The last panel with a chart, far below the first screen.
+        waiting = page.locator('figure.chart[data-drawn="false"]').last
+        last = page.locator(f'[data-panel="{waiting.get_attribute("data-panel")}"]')
+        expect(last).to_have_attribute("data-drawn", "false")
+        assert last.evaluate("figure => figure.getBoundingClientRect().top") > 2 * 900
+        expect(last.locator(".js-plotly-plot")).to_have_count(0)
+        expect(page.locator("body")).to_have_attribute("data-all-drawn", "false")
+        last.scroll_into_view_if_needed()
+        expect(last).to_have_attribute("data-drawn", "true", timeout=30_000)
+        expect(last.locator(".js-plotly-plot")).to_have_count(1)
+
+        # A live update redraws the chart on screen in place: the same SVG, new data.
+        page.evaluate("window.scrollTo(0, 0)")
+        first.locator("svg.main-svg").first.evaluate("svg => { svg.__kept = true; }")
+        payload = json.loads(
+            page.evaluate(
+                "() => fetch(document.getElementById('overview-config').dataset.jsonUrl)"
+                ".then(response => response.text())"
+            )
+        )
+        panel = next(p for p in payload["panels"] if p["id"] == "traffic.requests")
+        panel["figure"]["data"][0]["name"] = "renamed-by-the-update"
+        message = {"type": "overview.update", "payload_json": json.dumps(payload)}
+        layer = channel_layer()
+        off_the_loop(
+            lambda: async_to_sync(layer.group_send)(live.group_name(ViewScope(site.fleet)), message)
+        )
+        page.wait_for_function(
+            "() => document.querySelector('[data-panel=\"traffic.requests\"] .js-plotly-plot')"
+            ".data.some(trace => trace.name === 'renamed-by-the-update')",
+            timeout=30_000,
+        )
+        assert first.locator("svg.main-svg").first.evaluate("svg => svg.__kept === true")
+        expect(first.locator(".js-plotly-plot")).to_have_count(1)

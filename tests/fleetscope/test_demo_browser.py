@@ -8,6 +8,7 @@ import signal
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,9 @@ def demo(tmp_path: Path) -> Iterator[Demo]:
     env.pop("DJANGO_SETTINGS_MODULE", None)
     env.pop("SECRET_KEY", None)
     env["FLEETSCOPE_VAR_DIR"] = str(tmp_path / "var")
+    # A little over the default one-hour view of history, not the demo's six: the same
+    # fill-then-continue path in a third of the start-up time.
+    env["FLEETSCOPE_DEMO_HISTORY_HOURS"] = "1.1"
     process = subprocess.Popen(
         ["make", "--no-print-directory", "demo", f"PORT={port}"],
         cwd=ROOT,
@@ -118,9 +122,22 @@ def test_make_demo_serves_login_then_the_base_layout(demo: Demo) -> None:
         not_simulated = [p for p in PANELS if p.id in ("engine.spec_decode", "engine.spec_length")]
         unavailable = page.locator(".chart.unavailable")
         expect(unavailable).to_have_count(len(not_simulated), timeout=90_000)
+        page.wait_for_selector("body[data-all-drawn=true]", timeout=60_000)
         drawn = page.locator(".chart .plot.js-plotly-plot").count()
         assert drawn == len(PANELS) - len(not_simulated), drawn
         page.screenshot(path=screenshot_path("demo-overview"), full_page=True)
+        # The history filled in before serving: the default view has lines from its start.
+        first, range_start, range_end = page.locator(
+            '[data-panel="traffic.requests"] .js-plotly-plot'
+        ).evaluate(
+            """plot => {
+                const trace = plot.data[0];
+                const xs = trace.x.filter((x, i) => trace.y[i] !== null);
+                return [xs[0], plot.layout.xaxis.range[0], plot.layout.xaxis.range[1]];
+            }"""
+        )
+        start, end, lines_from = (_utc(text) for text in (range_start, range_end, first))
+        assert (lines_from - start) <= 0.1 * (end - start), (first, range_start, range_end)
         # Four simulated replicas, each up, against the fleet median.
         rows = page.locator("#replica-table tbody tr[data-state]")
         expect(rows).to_have_count(4)
@@ -137,6 +154,10 @@ def test_make_demo_serves_login_then_the_base_layout(demo: Demo) -> None:
         page.screenshot(path=screenshot_path("demo-latency-one-replica"), full_page=True)
         page.click("text=Incidents")
         assert "Not built yet." in page.inner_text("main")
+
+
+def _utc(text: str) -> datetime:
+    return datetime.fromisoformat(str(text)[:19]).replace(tzinfo=UTC)
 
 
 def test_ctrl_c_stops_everything_make_demo_started(demo: Demo) -> None:

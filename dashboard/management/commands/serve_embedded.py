@@ -36,4 +36,8 @@ class Command(BaseCommand):
             )
             self.stdout.flush()
 
-        serve_embedded(host=host, port=port, demo_fleet=demo, on_starting=announce)
+        def say(line: str) -> None:
+            self.stdout.write(line)
+            self.stdout.flush()
+
+        serve_embedded(host=host, port=port, demo_fleet=demo, on_starting=announce, say=say)
