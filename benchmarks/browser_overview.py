@@ -35,10 +35,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from playwright.sync_api import ViewportSize
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-
-from playwright.sync_api import ViewportSize  # noqa: E402
 
 from benchmarks.overview import setup_django  # noqa: E402
 from benchmarks.overview_fill import fill, log  # noqa: E402

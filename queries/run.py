@@ -161,10 +161,18 @@ def run_queries(
     return {name: results[name] for name in specs}
 
 
-def promql_of(spec: Spec, *, scope: Scope, window: Window) -> str | None:
-    """The PromQL the Prometheus backend sends for `spec` on `scope` (None when the scope
-    cannot answer it), for provenance: a figure says which query it came from."""
-    plan = plan_query(spec, scope=scope, window=window)
-    if isinstance(plan, QueryResult):
-        return None
-    return compile_plan(plan).promql
+def promql_of(
+    specs: Mapping[str, Spec], *, scope: Scope, window: Window,
+    windows: Mapping[str, Window] | None = None,
+) -> dict[str, str | None]:  # fmt: skip
+    """The PromQL the Prometheus backend sends for each spec on `scope` (None where the
+    scope cannot answer it), for provenance: a figure says which query it came from. The
+    scope's inventories are read once for all of them, as `run_queries` does."""
+    inventories = scoped_inventories(scope)
+    found: dict[str, str | None] = {}
+    for name, spec in specs.items():
+        plan = plan_query(
+            spec, scope=scope, window=(windows or {}).get(name, window), inventories=inventories
+        )
+        found[name] = None if isinstance(plan, QueryResult) else compile_plan(plan).promql
+    return found

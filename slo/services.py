@@ -11,9 +11,9 @@ Bad input raises `SloDefinitionError`, whose `field` names the place
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
@@ -37,6 +37,8 @@ from slo.objectives import (
     OBJECTIVE_KINDS,
 )
 from slo.presets import PRESETS
+
+P = ParamSpec("P")
 
 NAME_MAX = 200
 SLUG_MAX = 64
@@ -398,39 +400,19 @@ def _full_clean(row: Any) -> None:
         raise SloDefinitionError(field, "; ".join(messages)) from None
 
 
-def slo_create(
-    *,
-    fleet: Fleet,
-    name: str,
-    slug: str | None = None,
-    objectives: Sequence[ObjectiveInput],
-    window_days: int = SloWindow.DAYS_28,
-    model_name: str = "",
-    instances: Sequence[str] = (),
-    owner: str = "",
-    runbook_url: str = "",
-    bad_finish_reasons: Sequence[str] = DEFAULT_BAD_FINISH_REASONS,
-    description: str = "",
-    min_requests_to_page: int = DEFAULT_MIN_REQUESTS_TO_PAGE,
-    min_bad_events: int = DEFAULT_MIN_BAD_EVENTS,
-) -> Slo:
-    """Check and save one SLO with its objectives, in one transaction."""
-    definition = slo_definition_check(
-        fleet=fleet,
-        name=name,
-        slug=slug,
-        objectives=objectives,
-        window_days=window_days,
-        model_name=model_name,
-        instances=instances,
-        owner=owner,
-        runbook_url=runbook_url,
-        bad_finish_reasons=bad_finish_reasons,
-        description=description,
-        min_requests_to_page=min_requests_to_page,
-        min_bad_events=min_bad_events,
-    )
-    return slo_definition_save(definition)
+def _saved(check: Callable[P, SloDefinition]) -> Callable[P, Slo]:
+    """`check`'s keywords, checked and saved: one signature for both, so a new field of
+    an SLO is added in one place."""
+
+    def create(*args: P.args, **kwargs: P.kwargs) -> Slo:
+        return slo_definition_save(check(*args, **kwargs))
+
+    return create
+
+
+# Check and save one SLO with its objectives, in one transaction (slo_definition_check's
+# keywords).
+slo_create = _saved(slo_definition_check)
 
 
 def preset_objectives(preset_key: str) -> tuple[ObjectiveInput, ...]:

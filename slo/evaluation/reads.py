@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from inventory.catalog import CATALOG
 from inventory.models import Fleet
@@ -40,7 +41,9 @@ INSTANT_STEP_SECONDS = 60.0
 INF = math.inf
 
 # Cumulative counts by bucket edge (+Inf = every event), or counts by finished_reason.
-Counts = dict[float, float] | dict[str, float]
+# Keyed by float edges for a histogram, by reason strings for finishes: one source is one
+# or the other, and the objective reading it knows which.
+Counts = dict[Any, float]
 
 
 @dataclass(frozen=True)
@@ -179,8 +182,13 @@ def read_selector(
         n: first_of.setdefault((spec, windows.get(n, instant)), n) for n, spec in specs.items()
     }
     unique = {n: specs[n] for n in set(alias.values())}
+    unique_windows = {n: w for n, w in windows.items() if n in unique}
     ran = run_queries(unique, scope=scope, window=instant, backend=backend,
-                      windows={n: w for n, w in windows.items() if n in unique})  # fmt: skip
+                      windows=unique_windows)  # fmt: skip
+    texts: dict[str, str | None] = {}
+    if backend == "prometheus":
+        shown = {n: spec for n, spec in unique.items() if n.split("|")[1] in ("w", "inst")}
+        texts = promql_of(shown, scope=scope, window=instant, windows=unique_windows)
     for name in specs:
         result = ran[alias[name]]
         index, kind, *rest = name.split("|")
@@ -189,10 +197,9 @@ def read_selector(
         into.warnings.extend(result.warnings)
         if not result.has_data and result.reason not in ("no-data", ""):
             into.errors.append(f"{result.reason}: {result.message}")
-        if backend == "prometheus" and kind in ("w", "inst") and alias[name] == name:
-            text = promql_of(specs[name], scope=scope, window=windows.get(name, instant))
-            if text is not None:
-                into.queries.append(text)
+        text = texts.get(name) if alias[name] == name else None
+        if text is not None:
+            into.queries.append(text)
         _take(into, kind, rest, result)
     for into in counts.values():
         into.warnings = list(dict.fromkeys(into.warnings))

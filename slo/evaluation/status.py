@@ -82,8 +82,8 @@ def _attainment(
     """(attainment, shared edge below, shared edge above) of one objective on counts."""
     threshold = item.objective.threshold_seconds
     if threshold is None:
-        return success_attainment(counts, slo.bad_finish_reasons), None, None  # type: ignore[arg-type]  # counts by reason
-    return latency_attainment(counts, threshold)  # type: ignore[arg-type]  # counts by edge
+        return success_attainment(counts, slo.bad_finish_reasons), None, None
+    return latency_attainment(counts, threshold)
 
 
 def slo_statuses(
@@ -168,8 +168,8 @@ def _slo_status(
                        for item in items)  # fmt: skip
     with_data = [o for o in objectives if o.state != "no-data"]
     state: State = min((o.state for o in with_data), key=STATE_ORDER.index, default="no-data")
-    budgets = [o for o in with_data if o.budget_remaining is not None]
-    worst = min(budgets, key=lambda o: o.budget_remaining.lower, default=None)  # type: ignore[union-attr]  # filtered above
+    budgets = [(o.budget_remaining.lower, o) for o in with_data if o.budget_remaining is not None]
+    worst = min(budgets, key=lambda pair: pair[0], default=(0.0, None))[1]
     notes = []
     if not objectives:
         notes.append("this SLO has no objectives")
@@ -345,7 +345,7 @@ def _goodput(
     tokens = counts.get(_source(slo, OUTPUT_TOKENS_KEY))
     finished_counts = success.windows.get(span.held_seconds) if success else None
     finished = events_of(finished_counts)
-    errors = (finished_counts or {}).get(ERROR_REASON)  # type: ignore[call-overload]  # counts by reason
+    errors = (finished_counts or {}).get(ERROR_REASON)
     fractions = {}
     left_out = []
     for status in objectives:

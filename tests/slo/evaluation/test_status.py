@@ -45,11 +45,14 @@ def scrapes(
 
 
 def fleet_of(
-    *replicas: tuple[str, Mapping[str, float], Mapping[str, float]], **kw: object
+    *replicas: tuple[str, Mapping[str, float], Mapping[str, float]],
+    reset_at_minute: int | None = None,
+    quiet: bool = False,
 ) -> Fleet:
     fleet = fleet_named()
     for instance, per_minute, finishes in replicas:
-        endpoint_with_scrapes(fleet, instance, scrapes(per_minute, finishes, **kw), types=TYPES)  # type: ignore[arg-type]  # keyword options of scrapes
+        made = scrapes(per_minute, finishes, reset_at_minute=reset_at_minute, quiet=quiet)
+        endpoint_with_scrapes(fleet, instance, made, types=TYPES)
     return fleet
 
 
