@@ -18,6 +18,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from fleetscope.demo_reviews import demo_reviews_seed
 from fleetscope.env import Env
 from fleetsim.api import Fleet as SimFleet
 from fleetsim.api import continue_fleet, start_fleet
@@ -72,6 +73,7 @@ def demo_fleet_start(
     )
     try:
         _register(sim)
+        demo_reviews_seed(Fleet.objects.get(slug=DEMO_FLEET_SLUG), sim.model.configs)
     except BaseException:
         sim.stop()
         raise
@@ -117,6 +119,7 @@ def _with_history(*, seed: int, hours: float, replicas: int, say: Say) -> DemoFl
         if not history.done:
             history.write_openmetrics(path)
             history_import(fleet_slug=DEMO_FLEET_SLUG, path=path)
+        demo_reviews_seed(Fleet.objects.get(slug=DEMO_FLEET_SLUG), sim.model.configs)
         sim.serve()
     except BaseException:
         sim.stop()

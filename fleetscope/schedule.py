@@ -49,6 +49,14 @@ def periodic_jobs() -> list[PeriodicJob]:
             interval_seconds=interval,
         ),
         PeriodicJob(
+            # Hourly, so a month's report is stored within an hour of the month's end even
+            # when the process was down at midnight; a stored month is never rebuilt.
+            name="store-monthly-cost-reports",
+            task="capacity.tasks.store_monthly_cost_reports",
+            function="capacity.services.monthly_reports_store",
+            interval_seconds=3600.0,
+        ),
+        PeriodicJob(
             name="prune-store",
             task="inventory.tasks.prune_store",
             function="inventory.services.store_prune",

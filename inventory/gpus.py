@@ -298,6 +298,18 @@ def fleet_gpus(fleet: Fleet) -> GpuMap:
 
 def engines_serving(fleet: Fleet, model_name: str, instances: Collection[str]) -> set[str]:
     """Which of these engine instances serve `model_name`, by their latest series layouts."""
+    return {
+        instance
+        for instance, series in latest_series_labels(fleet, instances).items()
+        if any(labels.get("model_name") == model_name for labels in series)
+    }
+
+
+def latest_series_labels(
+    fleet: Fleet, instances: Collection[str]
+) -> dict[str, list[Mapping[str, str]]]:
+    """The labels of every series in the latest layout of each of these enabled endpoints
+    of `fleet`, by instance (read only: shared)."""
     from inventory.models import Endpoint
     from inventory.store import series_labels
 
@@ -310,8 +322,4 @@ def engines_serving(fleet: Fleet, model_name: str, instances: Collection[str]) -
         if e.instance in instances
     }
     layouts = series_labels(series_set_ids=list(sets)) if sets else {}
-    return {
-        sets[series_set_id]
-        for series_set_id, series in layouts.items()
-        if any(labels.get("model_name") == model_name for labels in series)
-    }
+    return {sets[series_set_id]: series for series_set_id, series in layouts.items()}

@@ -30,6 +30,7 @@ ENDPOINT_KIND_FOR_SOURCE: Mapping[SourceKind, str] = {
     "process": "engine",
     "router": "router",
     "dcgm": "dcgm",
+    "gateway": "gateway",
 }
 
 

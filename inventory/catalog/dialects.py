@@ -56,7 +56,12 @@ TOKEN_COUNT_HISTOGRAMS = (
     "vllm:request_params_max_tokens",
     "vllm:request_prefill_kv_computed_tokens",
 )
-GATEWAY_PREFIXES = ("inference_objective_", "inference_pool_", "inference_extension_")
+GATEWAY_PREFIXES = (
+    "inference_objective_",
+    "inference_pool_",
+    "inference_extension_",
+    "fleetscope_gateway_",
+)
 DCGM_PREFIXES = ("DCGM_FI_", "DCGM_EXP_")
 PROCESS_PREFIXES = ("process_", "python_")
 V0_HELP_HINT = "running on GPU"  # V1 says "in model execution batches"
@@ -221,7 +226,12 @@ def detect_kind(families: Sequence[FamilyLike]) -> KindReport:
     gateway = [n for n in names if n.startswith(GATEWAY_PREFIXES)]
     if gateway:
         return KindReport(
-            "gateway", (f"Gateway API inference-extension families: {_few(gateway)}",)
+            "gateway",
+            (
+                f"FleetScope gateway families: {_few(gateway)}"
+                if all(n.startswith("fleetscope_gateway_") for n in gateway)
+                else f"Gateway API inference-extension families: {_few(gateway)}",
+            ),
         )
     kinds = [series_kind(s.labels) for s in _vllm_samples(families)]
     router_names, engine_names = names & ROUTER_ONLY_NAMES, names & ENGINE_ONLY_NAMES

@@ -23,6 +23,7 @@ from inventory.catalog import connectors as catalog_connectors
 from inventory.catalog import engine as catalog_engine
 from inventory.catalog import frontend as catalog_frontend
 from inventory.catalog import gaps as catalog_gaps
+from inventory.catalog import gateway as catalog_gateway
 from inventory.catalog import platform as catalog_platform
 from inventory.catalog import removed as catalog_removed
 from inventory.catalog.model import (
@@ -67,6 +68,7 @@ _ALL: tuple[CatalogEntry, ...] = (
     + catalog_frontend.ENTRIES
     + catalog_platform.ENTRIES
     + catalog_gaps.ENTRIES
+    + catalog_gateway.ENTRIES
 )
 
 
@@ -84,6 +86,7 @@ CATALOG: Mapping[str, CatalogEntry] = _build(_ALL)
 _SOURCE_HINT: Mapping[SourceKind, str] = {
     "dcgm": "needs a dcgm-exporter scrape",
     "router": "needs a production-stack router scrape",
+    "gateway": "needs a scrape of a gateway exporting FleetScope's gateway metrics",
     "process": "needs a single-process API server",
     "http": "",
     "engine": "",

@@ -14,7 +14,7 @@ MetricType = Literal["counter", "gauge", "histogram", "summary", "info"]
 Category = Literal["traffic", "queue", "latency", "engine", "platform", "quality"]
 # "http" is vLLM's API-server layer (instrumentator and websocket families),
 # "process" the prometheus_client defaults every Python exporter carries.
-SourceKind = Literal["engine", "http", "process", "router", "dcgm"]
+SourceKind = Literal["engine", "http", "process", "router", "dcgm", "gateway"]
 Unit = Literal[
     "seconds",
     "milliseconds",

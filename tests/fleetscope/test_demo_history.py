@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from django.test import override_settings
 
+from capacity.models import FleetPrice
 from dashboard.timerange import parse_range
 from fleetscope.demo_fleet import (
     DEMO_FLEET_SLUG,
@@ -63,5 +64,11 @@ def test_the_demo_start_fills_the_default_view_with_the_fleets_history(tmp_path:
         assert any("of history takes about" in line for line in said)
         # The live fleet carries on from the history: its clock is now, not 0.
         assert abs(demo.sim.model.unix(demo.sim.model.now) - time.time()) < 10
+        # What a reviewer would enter is there, and no price anybody made up.
+        served = {cfg.model.served_name for cfg in demo.sim.model.configs}
+        assert set(fleet.capacity_plans.values_list("model_name", flat=True)) == served
+        assert fleet.slos.filter(slug="chat").exists()
+        assert fleet.tenant_rules.filter(kind="gateway_label", pattern="acme").exists()
+        assert not FleetPrice.objects.filter(fleet=fleet).exists()
     finally:
         demo.sim.stop()
