@@ -116,7 +116,10 @@ def fleet_measurements(
             _cache_config(fleet, engines),
         )  # fmt: skip
     instant = Window(end - timedelta(seconds=INSTANT_STEP_SECONDS), end, INSTANT_STEP_SECONDS)
-    series = Window(start, end, PEAK_RATE_SECONDS).bounded()
+    # On the 5-minute grid, so the peak is the same figure on every read within a step
+    # (a page and its JSON, two reloads) rather than moving with the clock's seconds.
+    grid_end = datetime.fromtimestamp(end.timestamp() // PEAK_RATE_SECONDS * PEAK_RATE_SECONDS, UTC)
+    series = Window(min(start, grid_end), grid_end, PEAK_RATE_SECONDS).bounded()
     specs: dict[str, Spec] = {
         **{f"{side}_{q}": Quantile(f"{side}_len", q, window_seconds=seconds)
            for side in ("prompt", "output") for q in LENGTH_QUANTILES},

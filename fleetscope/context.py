@@ -21,6 +21,7 @@ NAVIGATION: tuple[NavItem, ...] = (
     NavItem("Incidents", "triage-incident-list", "incidents"),
     NavItem("Capacity", "capacity-review", "capacity"),
     NavItem("Cost", "capacity-cost", "cost"),
+    NavItem("Blind spots", "blindspots-list", "blindspots"),
 )
 
 

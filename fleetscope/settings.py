@@ -138,6 +138,7 @@ INSTALLED_APPS = [
     "triage",
     "slo",
     "capacity",
+    "blindspots",
 ]
 
 MIDDLEWARE = [

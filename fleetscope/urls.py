@@ -16,6 +16,7 @@ urlpatterns = [
     path("inventory/", include("inventory.urls")),
     path("incidents/", include("triage.urls")),
     path("slos/", include("slo.urls")),
+    path("blindspots/", include("blindspots.urls")),
     path("", include("capacity.urls")),
     path("", include("dashboard.urls")),
 ]

@@ -31,7 +31,13 @@ from inventory.scraping import sync_client
 
 # The only paths FleetScope asks a Prometheus for.
 READ_ONLY_PATHS = frozenset(
-    {"/api/v1/query", "/api/v1/query_range", "/api/v1/status/buildinfo", "/api/v1/targets"}
+    {
+        "/api/v1/query",
+        "/api/v1/query_range",
+        "/api/v1/rules",
+        "/api/v1/status/buildinfo",
+        "/api/v1/targets",
+    }
 )
 # A dashboard never needs more; a bigger answer is a runaway query, not data.
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
@@ -301,3 +307,8 @@ def prometheus_active_targets(base_url: str, *, timeout_seconds: float) -> dict[
     return _api_get(
         base_url, "/api/v1/targets", timeout_seconds=timeout_seconds, params={"state": "active"}
     )
+
+
+def prometheus_rules(base_url: str, *, timeout_seconds: float) -> dict[str, Any]:
+    """The JSON of /api/v1/rules: every rule group Prometheus evaluates (read-only)."""
+    return _api_get(base_url, "/api/v1/rules", timeout_seconds=timeout_seconds)

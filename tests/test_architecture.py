@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SKIPPED_DIRS = frozenset({".venv", "var", "migrations", "__pycache__", "node_modules"})
 
-PAGE_APPS = ("dashboard", "slo", "triage", "capacity")
+PAGE_APPS = ("dashboard", "slo", "triage", "capacity", "blindspots")
 APPS = ("fleetscope", "inventory", "queries", *PAGE_APPS, "fleetsim")
 TOOLS = ("devtools", "benchmarks")
 DJANGO = ("django", "channels", "celery")

@@ -15,7 +15,7 @@ from capacity.cost import NO_PRICE, CostInputError, report_csv, tenant_view
 from capacity.models import CostReportRecord, FleetPrice
 from capacity.pages import cost as cost_pages
 from capacity.services import CostReview, cost_review
-from inventory.access import fleet_for_user
+from inventory.access import fleet_for_user, fleets_for_user
 from inventory.models import Fleet
 
 SECTION = "cost"
@@ -27,18 +27,8 @@ def _bad_request(request: HttpRequest, fleet: Fleet, message: str) -> HttpRespon
     return render(request, "capacity/fleet_cost.html", context, status=400)
 
 
-def _fleets_visible(request: HttpRequest) -> list[Fleet]:
-    visible = []
-    for fleet in Fleet.objects.order_by("name"):
-        try:
-            visible.append(fleet_for_user(request.user, slug=fleet.slug))
-        except Http404:
-            continue
-    return visible
-
-
 def cost_index(request: HttpRequest) -> HttpResponse:
-    fleets = _fleets_visible(request)
+    fleets = fleets_for_user(request.user)
     prices = {p.fleet_id: p for p in FleetPrice.objects.filter(fleet__in=fleets)}
     rows = []
     for fleet in fleets:

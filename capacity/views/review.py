@@ -18,9 +18,8 @@ from capacity.models import CapacityPlan, GpuProfile, ModelProfile
 from capacity.pages import params
 from capacity.pages import review as review_rows
 from capacity.plans import PlanReview, plan_review
-from inventory.access import fleet_for_user
+from inventory.access import fleet_for_user, fleets_for_user
 from inventory.models import Fleet
-from slo import pages
 
 SECTION = "capacity"
 
@@ -49,7 +48,7 @@ def _reviews(request: HttpRequest, fleet: Fleet) -> tuple[str, list[PlanReview]]
 
 @require_GET
 def capacity_index(request: HttpRequest) -> HttpResponse:
-    fleets = pages.fleets_visible(request.user)
+    fleets = fleets_for_user(request.user)
     plans = CapacityPlan.objects.filter(fleet__in=fleets).select_related(
         "fleet", "model_profile", "gpu_profile"
     )

@@ -21,6 +21,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render, resolve_url
 from django.utils import timezone
 
+from blindspots import new_blind_spots
 from dashboard.live import default_backend, latest_overview, watch
 from dashboard.overview import Backend, OverviewRequest, overview_compute, overview_json
 from dashboard.panels import GROUP_TITLES, PANELS, Group
@@ -176,6 +177,7 @@ def _page(request: HttpRequest, slug: str, group: Group | None) -> HttpResponse:
         "live": live,
         "problem": problem,
         "login_url": resolve_url(settings.LOGIN_URL),
+        "blind_spots_new": len(new_blind_spots(fleet)),
     }
     return render(request, "dashboard/fleet_overview.html", context)
 

@@ -4,7 +4,8 @@ Nothing outside this package touches stored frames, layouts or their encoding.
 Writes: `frame_encode` (in the scrape worker), `frames_write` (one cycle, inside its
 transaction), `frames_prune`. Reads: `StoreWindow` (the frames of some endpoints, names
 and span, read once and cut into `SeriesChunk` matrices, with failed scrapes as stale
-markers), `store_read` (the same, series by series), `label_values`, `series_labels`;
+markers), `store_read` (the same, series by series), `label_values`, `series_labels`,
+`layout_runs` (each endpoint's layouts over time) and `current_layouts`;
 `caches_clear` empties this process's read caches.
 Inside: `encoding` and `codec`, `rows`, `reads`, `frame_cache` and `span_listings` (the
 per-process caches of decompressed frames and of which frames a span holds), `chunks`,
@@ -27,11 +28,14 @@ if TYPE_CHECKING:
     from inventory.store.reads import (
         DecodedFrame,
         FrameBlock,
+        LayoutRun,
         caches_clear,
+        current_layouts,
         frame_blocks,
         frames_in_window,
         label_values,
         label_values_ever,
+        layout_runs,
         micros,
         series_labels,
         store_span,
@@ -51,11 +55,14 @@ _NEEDS_DJANGO = {
     "inventory.store.reads": (
         "DecodedFrame",
         "FrameBlock",
+        "LayoutRun",
         "caches_clear",
+        "current_layouts",
         "frame_blocks",
         "frames_in_window",
         "label_values",
         "label_values_ever",
+        "layout_runs",
         "micros",
         "series_labels",
         "store_span",
@@ -90,6 +97,7 @@ __all__ = [
     "FrameWrite",
     "FramesWritten",
     "LabelSet",
+    "LayoutRun",
     "LayoutMemo",
     "RawSeries",
     "ReadNeed",
@@ -98,6 +106,7 @@ __all__ = [
     "StoreRead",
     "StoreWindow",
     "caches_clear",
+    "current_layouts",
     "frame_blocks",
     "frame_encode",
     "frame_layout",
@@ -106,6 +115,7 @@ __all__ = [
     "frames_write",
     "label_values",
     "label_values_ever",
+    "layout_runs",
     "micros",
     "series_labels",
     "store_read",

@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Lag, Lead, RowNumber
 
-from inventory.models import SampleFrame, SeriesSet
+from inventory.models import Endpoint, SampleFrame, SeriesSet
 from inventory.store.codec import Series, decode_layout, decode_values
 from inventory.store.frame_cache import FRAME_CACHE, with_values
 
@@ -295,3 +296,89 @@ def _timestamps(at_micros: np.ndarray) -> np.ndarray:
     """`datetime.timestamp()` of each instant: that is the exact micros over 10**6, correctly
     rounded, and so is this float64 division (micros < 2**53 convert exactly)."""
     return at_micros.astype(np.float64) / 1e6
+
+
+@dataclass(frozen=True)
+class LayoutRun:
+    """A stretch of consecutive frames of one endpoint stored under one layout: when the
+    first and the last of them were taken, how many there were, and the layout's series
+    (decoded once per process; shared, read only). An endpoint that flips back to a layout
+    it had before starts a new run of the same series set."""
+
+    endpoint_id: int
+    series_set_id: int
+    first_at: datetime
+    last_at: datetime
+    frames: int
+    series: Sequence[Series]
+
+
+def layout_runs(
+    *, endpoint_ids: Sequence[int], start: datetime | None = None, end: datetime | None = None
+) -> dict[int, list[LayoutRun]]:
+    """Every layout each of these endpoints had over time, as runs in time order, by
+    endpoint id (endpoints without frames are left out): what FleetScope saw them expose
+    and since when. Frames with start <= at <= end, when given.
+
+    Only the frames where the layout changes come back from the database (window functions
+    find them), so the cost is one ordered scan of the frames' index, not a row per frame
+    in Python."""
+    frames = SampleFrame.objects.filter(endpoint_id__in=endpoint_ids)
+    if start is not None:
+        frames = frames.filter(at__gte=start)
+    if end is not None:
+        frames = frames.filter(at__lte=end)
+    by_endpoint, in_time = [models.F("endpoint_id")], models.F("at").asc()
+    edges = (
+        frames.annotate(
+            previous=models.Window(
+                Lag("series_set_id"), partition_by=by_endpoint, order_by=in_time
+            ),
+            following=models.Window(
+                Lead("series_set_id"), partition_by=by_endpoint, order_by=in_time
+            ),
+            number=models.Window(RowNumber(), partition_by=by_endpoint, order_by=in_time),
+        )
+        .filter(
+            models.Q(previous__isnull=True)
+            | models.Q(following__isnull=True)
+            | ~models.Q(previous=models.F("series_set_id"))
+            | ~models.Q(following=models.F("series_set_id"))
+        )
+        .order_by("endpoint_id", "at")
+        .values_list("endpoint_id", "series_set_id", "at", "number", "previous", "following")
+    )
+    rows = list(edges)
+    layouts = _layouts(sorted({row[0] for row in rows}))
+    runs: dict[int, list[LayoutRun]] = {}
+    opened: tuple[datetime, int] | None = None  # the open run's first frame: at, number
+    for endpoint_id, series_set_id, at, number, previous, following in rows:
+        if previous != series_set_id or opened is None:
+            opened = (at, number)
+        if following != series_set_id:
+            layout = layouts.get(series_set_id) or _layout(series_set_id)
+            run = LayoutRun(
+                endpoint_id, series_set_id, opened[0], at, number - opened[1] + 1, layout
+            )
+            runs.setdefault(endpoint_id, []).append(run)
+            opened = None
+    return runs
+
+
+def current_layouts(*, endpoint_ids: Sequence[int]) -> dict[int, Sequence[Series]]:
+    """The layout of each endpoint's newest frame, by endpoint id (endpoints without
+    frames are left out): the series and label values it exposes now. One query, a
+    newest-first subquery per endpoint on the (endpoint, at) index. Shared: read only."""
+    newest = SampleFrame.objects.filter(endpoint_id=models.OuterRef("pk")).order_by("-at")
+    found = {
+        endpoint_id: series_set_id
+        for endpoint_id, series_set_id in Endpoint.objects.filter(pk__in=endpoint_ids)
+        .annotate(latest=models.Subquery(newest.values("series_set_id")[:1]))
+        .values_list("pk", "latest")
+        if series_set_id is not None
+    }
+    layouts = _layouts(sorted(found))
+    return {
+        endpoint_id: layouts.get(series_set_id) or _layout(series_set_id)
+        for endpoint_id, series_set_id in found.items()
+    }

@@ -16,9 +16,7 @@ from tests.browser import asgi_server, chromium, screenshot_path
 
 pytestmark = [
     pytest.mark.browser,
-    # serialized_rollback: the seeded example GPU profiles (which own_sim_fleet uses) come back
-    # after a transactional test flushed them.
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.django_db(transaction=True),
     pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume synchronous"),
 ]
 
