@@ -186,7 +186,12 @@ def test_the_json_has_units_in_its_keys_and_round_trips(
     assert measured["lambda_peak_requests_per_second"]["origin"] == "measured"
     assert measured["kv_cache_tokens_per_replica"]["kv_cache_tokens_per_replica"] > 0
     review = small["review"]
-    assert review["r_total_replicas"] == 4
+    figures = replica_figures(review)
+    assert review["r_total_replicas"] == math.ceil(
+        figures["lambda_peak_requests_per_second"]
+        / (figures["mu_good_requests_per_second"] * figures["rho_target_fraction"])
+        - 1e-9
+    ) + int(figures["failure_reserve_replicas"])
     ledgers = {ledger["name"]: ledger for ledger in review["ledgers"]}
     weights = {ln.get("label"): ln for ln in ledgers["weights"]["lines"]}
     whole = weights["weights, whole model"]
