@@ -74,12 +74,24 @@ def run_fleetscope(urls: list[str], cycles: int) -> dict[str, object]:
     from django.core.management import call_command
 
     import inventory.services as services
+    from inventory.identity import instance_candidates, normalised_target
     from inventory.models import Endpoint, Fleet
     from inventory.services import fleet_scrape
 
     call_command("migrate", verbosity=0)
     fleet = Fleet.objects.create(slug=f"bench-{os.getpid()}", name="bench")
-    Endpoint.objects.bulk_create(Endpoint(fleet=fleet, url=url, kind="vllm") for url in urls)
+    # bulk_create skips Endpoint.save(), which sets the identity: the URLs are distinct
+    # host:ports, so each takes its target's first instance name.
+    Endpoint.objects.bulk_create(
+        Endpoint(
+            fleet=fleet,
+            url=url,
+            kind="vllm",
+            target=normalised_target(url),
+            instance=instance_candidates(normalised_target(url))[0],
+        )
+        for url in urls
+    )
     stages: dict[str, list[float]] = {"scrape": [], "record": []}
     pool = services.scrape_pool()
     pool_scrape, record = pool.scrape, services.cycle_record

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
 from django.utils import timezone
@@ -61,9 +60,9 @@ def scope_kinds(scope: Scope) -> Kinds:
     def kinds() -> set[str]:
         rows = EndpointInventory.objects.filter(
             endpoint__fleet=scope.fleet, endpoint__enabled=True
-        ).values_list("endpoint__url", "detected_kind")
+        ).values_list("endpoint__instance", "detected_kind")
         wanted = None if scope.instances is None else set(scope.instances)
-        return {kind for url, kind in rows if wanted is None or urlsplit(url).netloc in wanted}
+        return {kind for instance, kind in rows if wanted is None or instance in wanted}
 
     return kinds
 

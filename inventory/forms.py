@@ -8,7 +8,9 @@ from inventory.models import Endpoint, Fleet, PrometheusSource
 
 
 class EndpointForm(forms.ModelForm):
-    """Register one /metrics URL; the model's clean() applies the outbound policy."""
+    """Register one /metrics URL; the model's clean() applies the outbound policy and
+    refuses a target the fleet already holds, however it is spelled, naming the endpoint
+    that holds it."""
 
     class Meta:
         model = Endpoint
@@ -18,13 +20,6 @@ class EndpointForm(forms.ModelForm):
                 attrs={"placeholder": "http://10.0.0.5:8000/metrics", "size": 48}
             )
         }
-
-    def clean_url(self) -> str:
-        url: str = self.cleaned_data["url"]
-        # The fleet is not a form field, so Django's unique check cannot see this clash.
-        if Endpoint.objects.filter(fleet=self.instance.fleet, url=url).exists():
-            raise forms.ValidationError("this URL is already registered in this fleet")
-        return url
 
 
 class DiscoveryForm(forms.Form):

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.db import models
+
+from inventory.identity import instance_candidates, normalised_target
 
 
 class Fleet(models.Model):
@@ -46,6 +49,13 @@ class Endpoint(models.Model):
     # Not URLField: its validator refuses single-label hosts (Kubernetes service
     # names); the outbound policy in clean() is the validator that matters.
     url = models.CharField(max_length=500)
+    # The endpoint's identity (inventory.identity): one per target and fleet, whatever the
+    # spelling of `url`. Set by save() from `url`.
+    target = models.CharField(max_length=520, editable=False)
+    # The `instance` label of the endpoint's stored series: host:port, or host:port/path
+    # when another endpoint of the fleet already holds host:port. Unique in the fleet, so
+    # two endpoints are never read as one series. Set by save().
+    instance = models.CharField(max_length=520, editable=False)
     kind = models.CharField(max_length=16, choices=EndpointKind.choices, default=EndpointKind.VLLM)
     # Free labels such as model, zone, tp_group, tenant, pod, namespace.
     labels = models.JSONField(default=dict, blank=True)
@@ -58,23 +68,44 @@ class Endpoint(models.Model):
         ordering = ["fleet", "url"]
         constraints = [
             models.UniqueConstraint(fields=["fleet", "url"], name="endpoint_unique_url_per_fleet"),
+            models.UniqueConstraint(
+                fields=["fleet", "target"], name="endpoint_unique_target_per_fleet"
+            ),
+            models.UniqueConstraint(
+                fields=["fleet", "instance"], name="endpoint_unique_instance_per_fleet"
+            ),
         ]
 
     def __str__(self) -> str:
         return self.url
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        target = normalised_target(self.url)
+        if target != self.target or not self.instance:
+            self.target = target
+            self.instance = self.instance_free(target)
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "target", "instance"}
+        super().save(*args, **kwargs)
+
     def clean(self) -> None:
-        # Registration-time check; the scraper checks the resolved address again at connect time.
-        from inventory.registration import endpoint_url_check
+        # Registration-time checks; the scraper checks the resolved address again at connect
+        # time. A second spelling of a target the fleet holds is refused, naming the first.
+        from inventory.registration import endpoint_identity_check, endpoint_url_check
 
         endpoint_url_check(self.url)
+        if self.fleet_id is not None:
+            endpoint_identity_check(self.fleet_id, self.url, exclude_pk=self.pk)
 
-    @property
-    def instance(self) -> str:
-        """host:port, the way Prometheus names a target in its `instance` label."""
-        from urllib.parse import urlsplit
-
-        return urlsplit(self.url).netloc
+    def instance_free(self, target: str) -> str:
+        """The first of the target's instance names no other endpoint of the fleet holds."""
+        taken = set(
+            Endpoint.objects.filter(fleet_id=self.fleet_id)
+            .exclude(pk=self.pk)
+            .values_list("instance", flat=True)
+        )
+        candidates = instance_candidates(target)
+        return next((name for name in candidates if name not in taken), candidates[-1])
 
 
 class PrometheusSourceQuerySet(models.QuerySet["PrometheusSource"]):

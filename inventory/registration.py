@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.text import slugify
 
+from inventory.identity import normalised_target
 from inventory.models import Endpoint, Fleet, PrometheusSource
 from inventory.prometheus import PrometheusError, excerpt, prometheus_active_targets
 from inventory.scraping import BlockedByPolicy, policy_refusal
@@ -48,6 +49,32 @@ def endpoint_url_check(url: str) -> None:
         raise ValidationError(f"{url[:200]}: {policy_refusal(exc)}") from None
 
 
+def endpoint_registered(
+    fleet_id: int, url: str, *, exclude_pk: int | None = None
+) -> Endpoint | None:
+    """The endpoint of the fleet whose target `url` names, however either is spelled."""
+    found = Endpoint.objects.filter(fleet_id=fleet_id, target=normalised_target(url))
+    if exclude_pk is not None:
+        found = found.exclude(pk=exclude_pk)
+    return found.select_related("fleet").first()
+
+
+def duplicate_message(url: str, existing: Endpoint) -> str:
+    return (
+        f"{url[:200]}: already registered as {existing.url} "
+        f"(endpoint {existing.pk}, fleet {existing.fleet.slug})"
+    )
+
+
+def endpoint_identity_check(fleet_id: int, url: str, *, exclude_pk: int | None = None) -> None:
+    """Raise ValidationError (on `url`) when the fleet already holds the target `url` names:
+    the one check every way of registering an endpoint goes through (the form and the
+    admin by Endpoint.clean, imports, discovery, history and the demo by targets_import)."""
+    existing = endpoint_registered(fleet_id, url, exclude_pk=exclude_pk)
+    if existing is not None:
+        raise ValidationError({"url": duplicate_message(url, existing)})
+
+
 def fleet_slug_clean(slug: str) -> str:
     clean = slugify(slug)
     if not clean:
@@ -72,27 +99,42 @@ def targets_import(
 ) -> ImportReport:
     """Register every target or none: one bad target rejects the whole import (and the fleet).
 
-    With `prune`, endpoints of the fleet that are not in `specs` are removed, so
-    the fleet becomes exactly this list (their history goes with them).
+    A target the fleet already holds under the same URL is updated; under another spelling
+    of the same target (see inventory.identity), or listed twice, it is refused, naming the
+    endpoint that holds it. With `prune`, endpoints of the fleet that are not in `specs`
+    are removed first, so the fleet becomes exactly this list (their history goes with
+    them).
     """
+    seen: dict[str, str] = {}
     for spec in specs:
         _check_spec(spec)
+        target = normalised_target(spec.url)
+        if target in seen:
+            raise RegistrationError(
+                f"{spec.url[:200]}: the same target as {seen[target][:200]}, listed twice"
+            )
+        seen[target] = spec.url
     created = updated = 0
     with transaction.atomic():
         if fleet is None:
             fleet = fleet_ensure(slug=fleet_slug, name=fleet_name)
+        if prune:
+            fleet.endpoints.exclude(target__in=list(seen)).delete()
         for spec in specs:
-            endpoint, was_created = Endpoint.objects.update_or_create(
-                fleet=fleet, url=spec.url, defaults={"kind": spec.kind, "labels": spec.labels}
-            )
+            endpoint = endpoint_registered(fleet.pk, spec.url)
+            if endpoint is not None and endpoint.url != spec.url:
+                raise RegistrationError(duplicate_message(spec.url, endpoint))
+            was_created = endpoint is None
+            if endpoint is None:
+                endpoint = Endpoint(fleet=fleet, url=spec.url)
+            endpoint.kind, endpoint.labels = spec.kind, spec.labels
             try:
                 endpoint.full_clean()
             except ValidationError as exc:
                 raise RegistrationError(f"{spec.url[:200]}: {'; '.join(exc.messages)}") from None
+            endpoint.save()
             created += was_created
             updated += not was_created
-        if prune:
-            fleet.endpoints.exclude(url__in=[spec.url for spec in specs]).delete()
     return ImportReport(fleet, created, updated)
 
 

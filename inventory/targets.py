@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from inventory.identity import normalised_target
 from inventory.models import EndpointKind
 
 KINDS = frozenset(EndpointKind.values)
@@ -120,7 +121,7 @@ def targets_from_prometheus(payload: Mapping[str, Any]) -> list[TargetSpec]:
 
     An answer without the list, or with an entry whose labels are not a mapping, is refused
     whole (TargetFileError); entries without a scrapeUrl are skipped. A URL that several
-    jobs scrape is registered once, with the first job's labels.
+    jobs scrape (however each spells it) is registered once, with the first job's labels.
     """
     data = payload.get("data")
     active = data.get("activeTargets") if isinstance(data, Mapping) else None
@@ -143,6 +144,8 @@ def targets_from_prometheus(payload: Mapping[str, Any]) -> list[TargetSpec]:
         }
         kind = labels.pop("kind", None) or kind_from_job(labels.get("job", ""))
         url = target["scrapeUrl"]
-        if url not in specs:
-            specs[url] = TargetSpec(url, kind if kind in KINDS else "other", labels)
+        if normalised_target(url) not in specs:
+            specs[normalised_target(url)] = TargetSpec(
+                url, kind if kind in KINDS else "other", labels
+            )
     return list(specs.values())

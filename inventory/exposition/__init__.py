@@ -4,7 +4,8 @@
 exception that escapes. Inside: `lexer` (one line into tokens), `assembler` (samples
 into families, with the checks of `checks`), `templates` (the fast path that re-reads a
 payload laid out like the last one from the same endpoint), `openmetrics`.
-`forget_shared()` empties the process-wide tables of validated text (benchmarks)."""
+`forget_shared()` empties the process-wide tables of validated text (benchmarks);
+`ParseBudget` (see `budget`) stops a parse at its sample limit or deadline."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from inventory.exposition.parser import (
     Family,
     LabelCache,
     Labels,
+    ParseBudget,
+    ParseDeadlineExceeded,
+    ParseStopped,
     Sample,
+    SampleLimitExceeded,
     forget_shared,
     parse,
 )
@@ -23,7 +28,11 @@ __all__ = [
     "Family",
     "LabelCache",
     "Labels",
+    "ParseBudget",
+    "ParseDeadlineExceeded",
+    "ParseStopped",
     "Sample",
+    "SampleLimitExceeded",
     "forget_shared",
     "parse",
 ]

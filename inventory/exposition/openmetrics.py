@@ -58,6 +58,7 @@ import sys
 from typing import NoReturn
 
 from inventory.exposition.assembler import Assembler, Pending, metadata_fields
+from inventory.exposition.budget import CHECK_EVERY_LINES, ParseBudget, SampleLimitExceeded
 from inventory.exposition.lexer import LABEL_NAME, METRIC_NAME
 from inventory.exposition.model import (
     EMPTY_LABELS,
@@ -88,7 +89,9 @@ _INF = float("inf")
 _COUNTER_LIKE = ("_total", "_sum", "_count", "_bucket", "_gcount", "_gsum")
 
 
-def parse_openmetrics(text: str, cache: LabelCache) -> list[Family]:
+def parse_openmetrics(
+    text: str, cache: LabelCache, budget: ParseBudget | None = None
+) -> list[Family]:
     if not text:
         fail(1, "empty payload: missing '# EOF' (required in OpenMetrics)")
     lines = text.split("\n")
@@ -97,8 +100,15 @@ def parse_openmetrics(text: str, cache: LabelCache) -> list[Family]:
     reader = _Reader()
     last = len(lines)
     lineno = 0
+    # Every line that is not a comment is a sample (or malformed): the sample past the
+    # limit is the line after this many of them.
+    limit = None if budget is None else budget.max_samples
+    samples_left = last if limit is None else limit
+    check_time = None if budget is None or budget.deadline is None else budget.check_time
     try:
         for lineno, line in enumerate(lines, 1):
+            if check_time is not None and not lineno % CHECK_EVERY_LINES:
+                check_time(lineno)
             if line == "# EOF":
                 if lineno != last:
                     fail(lineno + 1, "text after '# EOF'")
@@ -108,6 +118,9 @@ def parse_openmetrics(text: str, cache: LabelCache) -> list[Family]:
             if line[0] == "#":
                 reader.metadata(line, lineno)
             else:
+                if not samples_left and limit is not None:
+                    raise SampleLimitExceeded(lineno, limit)
+                samples_left -= 1
                 reader.sample(line, lineno)
         fail(max(last, 1), "missing '# EOF' at the end (required in OpenMetrics)")
     except ExpositionError:

@@ -77,6 +77,13 @@ from operator import and_, is_, is_not, ne, not_, or_, sub
 from typing import Any
 
 from inventory.exposition.assembler import Assembler, Metadata, Pending, metadata_fields
+from inventory.exposition.budget import (
+    CHECK_EVERY_LINES,
+    ParseBudget,
+    ParseDeadlineExceeded,
+    ParseStopped,
+    SampleLimitExceeded,
+)
 from inventory.exposition.lexer import (
     HELP_KIND,
     labels_of_texts,
@@ -109,7 +116,11 @@ __all__ = [
     "Family",
     "LabelCache",
     "Labels",
+    "ParseBudget",
+    "ParseDeadlineExceeded",
+    "ParseStopped",
     "Sample",
+    "SampleLimitExceeded",
     "forget_shared",
     "parse",
 ]
@@ -123,6 +134,7 @@ def parse(
     openmetrics: bool = False,
     cache: LabelCache | None = None,
     fast: bool = True,
+    budget: ParseBudget | None = None,
 ) -> list[Family]:
     """Parse a whole exposition; raise ExpositionError on the first malformed line.
 
@@ -131,16 +143,32 @@ def parse(
     like the last one is checked against it in bulk (see templates).
     `fast=False` reads a text payload line by line with the general lexer only
     (the judge the fast paths must agree with: for tests and debugging).
+    `budget` stops the parse at the first sample past its limit and once its deadline
+    has passed (see budget: SampleLimitExceeded, ParseDeadlineExceeded).
     """
+    if budget is not None:
+        budget.check_time(1)
     body = _as_text(text)
     remember = cache is not None
     if cache is None:
         cache = LabelCache()
     if openmetrics:
-        return parse_openmetrics(body, cache)
+        return parse_openmetrics(body, cache, budget)
     lines = body.split("\n")
+    del body
+    if budget is not None:
+        cut = budget.text_limit_line(lines)
+        if cut is not None:
+            # Read only what comes before the first sample past the limit, as a reader
+            # of one line after the other would: an error there is reported first.
+            # Nothing of it is remembered; the endpoint's cache is left as it was.
+            del lines[cut:]
+            lines.append("")
+            _parse_guarded(lines, LabelCache(), False, budget)
+            assert budget.max_samples is not None  # a cut is only found under a limit
+            raise SampleLimitExceeded(cut + 1, budget.max_samples)
     if not fast:
-        return _parse_lines(lines, LabelCache())[0]
+        return _parse_lines(lines, LabelCache(), budget)[0]
     if cache.template is not None:
         families = cache.template.reparse(lines, cache)
         if families is not None:
@@ -149,24 +177,36 @@ def parse(
     # collector passes over them once, at the end, instead of dozens of times during
     # it, each pass a step towards a full collection (in a scrape worker whose caches
     # hold millions of objects, those cost as much as the parse itself).
+    return _parse_guarded(lines, cache, remember, budget)
+
+
+def _parse_guarded(
+    lines: list[str], cache: LabelCache, remember: bool, budget: ParseBudget | None
+) -> list[Family]:
     if not gc.isenabled():
-        return _parse_text(lines, cache, remember)
+        return _parse_text(lines, cache, remember, budget)
     gc.disable()
     try:
-        return _parse_text(lines, cache, remember)
+        return _parse_text(lines, cache, remember, budget)
     finally:
         gc.enable()
         gc.collect(0)
 
 
-def _parse_text(lines: list[str], cache: LabelCache, remember: bool) -> list[Family]:
+def _parse_text(
+    lines: list[str], cache: LabelCache, remember: bool, budget: ParseBudget | None = None
+) -> list[Family]:
     """A text payload the layout template could not read: in bulk, else line by line."""
     try:
-        parsed = _parse_bulk(lines, cache, remember) if lines[-1] == "" else None
+        parsed = _parse_bulk(lines, cache, remember, budget) if lines[-1] == "" else None
+    except ParseStopped:
+        raise
     except Exception as exc:  # pragma: no cover - the fuzz tests keep this unreachable
         raise ExpositionError(1, f"internal parser error ({type(exc).__name__})") from exc
     if parsed is None:
-        parsed = _parse_lines(lines, cache)
+        if budget is not None:
+            budget.check_time(1)
+        parsed = _parse_lines(lines, cache, budget)
     families, pendings = parsed
     if remember:
         # A layout only pays off once the payload keeps its shape: building one for an
@@ -208,12 +248,15 @@ def _as_text(payload: str | bytes | bytearray | memoryview) -> str:
 # --- the judge: one line after the other ------------------------------------------------------
 
 
-def _parse_lines(lines: list[str], cache: LabelCache) -> _Parsed:
+def _parse_lines(lines: list[str], cache: LabelCache, budget: ParseBudget | None = None) -> _Parsed:
     assembler = Assembler(om=False)
     pending: Pending | None = None
     lineno = 0
+    check_time = None if budget is None or budget.deadline is None else budget.check_time
     try:
         for lineno, line in enumerate(lines, 1):
+            if check_time is not None and not lineno % CHECK_EVERY_LINES:
+                check_time(lineno)
             first = line.lstrip(" \t")[:1]
             if not first:
                 continue
@@ -235,6 +278,10 @@ def _parse_lines(lines: list[str], cache: LabelCache) -> _Parsed:
         raise
     except Exception as exc:  # pragma: no cover - the fuzz tests keep this unreachable
         raise ExpositionError(lineno, f"internal parser error ({type(exc).__name__})") from exc
+
+
+def _no_check(line: int) -> None:
+    return None
 
 
 def _check_odd(pending: Pending, name: str, labels: Labels, lineno: int) -> None:
@@ -278,23 +325,33 @@ _COMMENT: Metadata = (0, "", "", None)
 # --- the bulk path -------------------------------------------------------------------------
 
 
-def _parse_bulk(lines: list[str], cache: LabelCache, remember: bool) -> _Parsed | None:
+def _parse_bulk(
+    lines: list[str], cache: LabelCache, remember: bool, budget: ParseBudget | None = None
+) -> _Parsed | None:
     """Read a payload whose every line ends in a line feed; None if anything is doubtful."""
     try:
-        return _bulk(lines, cache, remember)
+        return _bulk(lines, cache, remember, budget)
+    except ParseStopped:
+        raise
     except (ExpositionError, ValueError):  # ValueError: a token float() refuses
         return None
 
 
-def _bulk(lines: list[str], cache: LabelCache, remember: bool) -> _Parsed | None:
+def _bulk(
+    lines: list[str], cache: LabelCache, remember: bool, budget: ParseBudget | None
+) -> _Parsed | None:
     n = len(lines)
+    # The passes below run in C over all lines; the deadline is looked at between them.
+    check_time = _no_check if budget is None or budget.deadline is None else budget.check_time
     # Every line split at its last space, in C: for a sample in the usual layout, the
     # text before the space names its series and the text after it is the value.
     # Comments and blank lines go through the same steps and come out as "irregular".
     heads, _, tokens = zip(*map(str.rpartition, lines, repeat(" ")), strict=True)
+    check_time(1)
     resolved = _series_of(heads, cache, remember)
     if resolved is None:
         return None
+    check_time(1)
     names, labelsets = resolved
     regular = list(
         map(and_, map(is_not, names, repeat(None)), map(is_not, labelsets, repeat(None)))
@@ -314,7 +371,9 @@ def _bulk(lines: list[str], cache: LabelCache, remember: bool) -> _Parsed | None
             if value is None:
                 return None  # e.g. out of range; the judge names the line
             values[k] = value
+    check_time(1)
     samples = _samples(list(compress(names, regular)), list(compress(labelsets, regular)), values)
+    check_time(1)
 
     # Families, in line order: a run of regular lines with one name joins a family at
     # once; every other line (comment, blank, another layout) is read on its own.
@@ -330,6 +389,8 @@ def _bulk(lines: list[str], cache: LabelCache, remember: bool) -> _Parsed | None
     at = 0  # the next regular sample
     for e in range(len(events) - 1):
         k = events[e]
+        if not e % CHECK_EVERY_LINES:
+            check_time(k + 1)
         if regular[k]:
             end = at + events[e + 1] - k
             name = names[k]

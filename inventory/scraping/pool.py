@@ -6,6 +6,10 @@ from the web process) each keeps its own Scraper per fleet; a URL always goes
 to the same worker, so its label cache stays warm from cycle to cycle. Workers
 return compact, picklable outcomes; the parent writes the database.
 
+Each cycle names every URL of the fleet still scraped, so a worker drops what it
+kept for the fleet's other URLs (endpoints disabled or deleted since): once workers
+run, every cycle reaches every worker, even one with no URL of the fleet left.
+
 Workers ignore SIGINT: Ctrl-C in a terminal reaches the whole foreground process
 group, and the parent alone decides on shutdown (`ScrapePool.close`, which ends the
 workers through the executor, not by signal).
@@ -52,6 +56,15 @@ def _worker_scrape(
     return _scrape_with(_worker_scrapers, fleet_code, config, urls, forget)
 
 
+def _worker_cached_urls(fleet_code: str) -> set[str]:
+    return _cached_urls(_worker_scrapers, fleet_code)
+
+
+def _cached_urls(scrapers: dict[str, Scraper], fleet_code: str) -> set[str]:
+    scraper = scrapers.get(fleet_code)
+    return set() if scraper is None else scraper.cached_urls()
+
+
 def shard_of(url: str, shards: int) -> int:
     # crc32, not hash(): stable across processes and restarts.
     return zlib.crc32(url.encode()) % shards
@@ -68,9 +81,12 @@ class ScrapePool:
     _lock: Lock = field(default_factory=Lock)
 
     def scrape(self, fleet_code: str, urls: list[str], forget: list[str]) -> list[ScrapeOutcome]:
-        """Outcomes in the order of `urls`."""
-        if self.processes == 0 or len(urls) < 2:
+        """Outcomes in the order of `urls`, which are all the fleet's URLs still scraped:
+        whatever was kept for its other URLs is dropped."""
+        if self.processes == 0 or (len(urls) < 2 and not self._executors):
             return _scrape_with(self._local, fleet_code, self.config, urls, forget)
+        # From now on the workers scrape this fleet: what this process kept for it goes.
+        self._local.pop(fleet_code, None)
         executors = self._ensure_executors()
         shards: list[list[int]] = [[] for _ in executors]
         for index, url in enumerate(urls):
@@ -79,14 +95,15 @@ class ScrapePool:
         ordered: list[ScrapeOutcome | None] = [None] * len(urls)
         try:
             # submit() itself raises once the executor has noticed a dead worker.
+            # Every worker gets the fleet's cycle, one without URLs too: it then drops
+            # what it kept for the fleet.
             for shard, (executor, indices) in enumerate(zip(executors, shards, strict=True)):
-                if indices:
-                    shard_urls = [urls[i] for i in indices]
-                    shard_forget = [u for u in forget if shard_of(u, len(executors)) == shard]
-                    future = executor.submit(
-                        _worker_scrape, fleet_code, self.config, shard_urls, shard_forget
-                    )
-                    futures.append((indices, future))
+                shard_urls = [urls[i] for i in indices]
+                shard_forget = [u for u in forget if shard_of(u, len(executors)) == shard]
+                future = executor.submit(
+                    _worker_scrape, fleet_code, self.config, shard_urls, shard_forget
+                )
+                futures.append((indices, future))
             for indices, future in futures:
                 for index, outcome in zip(indices, future.result(), strict=True):
                     ordered[index] = outcome
@@ -95,6 +112,13 @@ class ScrapePool:
             self.close()
             raise
         return [outcome for outcome in ordered if outcome is not None]
+
+    def cached_urls(self, fleet_code: str) -> set[str]:
+        """The URLs of the fleet that this process or its workers keep anything for."""
+        cached = _cached_urls(self._local, fleet_code)
+        for executor in list(self._executors):
+            cached |= executor.submit(_worker_cached_urls, fleet_code).result()
+        return cached
 
     def _ensure_executors(self) -> list[ProcessPoolExecutor]:
         with self._lock:
@@ -124,6 +148,11 @@ def _scrape_with(
     forget: list[str],
 ) -> list[ScrapeOutcome]:
     scraper = scrapers.get(fleet_code)
+    if not urls:
+        # No endpoint of the fleet left here (all disabled or deleted, or sharded
+        # elsewhere): nothing of it is kept.
+        scrapers.pop(fleet_code, None)
+        return []
     if scraper is None:
         scraper = Scraper(
             policy=OutboundPolicy(config.allow, config.allow_loopback),
@@ -132,4 +161,5 @@ def _scrape_with(
         )
         scrapers[fleet_code] = scraper
     scraper.forget_layouts(forget)
+    scraper.retain(urls)  # endpoints disabled or deleted since the last cycle
     return asyncio.run(scraper.scrape_many(urls))

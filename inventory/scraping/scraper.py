@@ -6,6 +6,12 @@ checked against the outbound policy after DNS resolution and the connection
 goes to that checked address, so a name that re-resolves to a forbidden
 address between registration and scrape (DNS rebinding) is still refused.
 Errors are specific and never echo the remote body.
+
+The deadline and the sample limit also cover parsing: the parser stops at the first
+sample past the limit and once the deadline has passed. A scrape's label caches are
+kept only when it succeeds, caches of URLs no longer scraped are dropped
+(`drop_caches`, `retain`), and a failed outcome holds neither the body nor the
+frames that read it (its error carries no traceback).
 """
 
 from __future__ import annotations
@@ -23,7 +29,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
-from inventory.exposition import ExpositionError, Family, LabelCache, parse
+from inventory.exposition import (
+    ExpositionError,
+    Family,
+    LabelCache,
+    ParseBudget,
+    ParseDeadlineExceeded,
+    SampleLimitExceeded,
+    parse,
+)
 from inventory.scraping.outbound import scrape_session
 from inventory.scraping.policy import BlockedByPolicy, OutboundPolicy, policy_refusal
 from inventory.snapshot import InventorySnapshot, inventory_snapshot
@@ -67,6 +81,14 @@ class ScrapeFailed(Exception):
         self.kind = kind
         self.message = message
 
+    def released(self) -> ScrapeFailed:
+        """This error without its traceback and chained exceptions: kept in an outcome,
+        they would hold the frames that read the body (and the body) alive."""
+        self.__traceback__ = None
+        self.__context__ = None
+        self.__cause__ = None
+        return self
+
     def __reduce__(self) -> tuple[type[ScrapeFailed], tuple[ErrorKind, str]]:
         # Outcomes cross process boundaries (scraping.pool); keep both fields.
         return (ScrapeFailed, (self.kind, self.message))
@@ -108,17 +130,38 @@ class Scraper:
     limits: ScrapeLimits = field(default_factory=ScrapeLimits)
     concurrency: int = 64
     resolver: Resolver | None = None
-    # Label text parsed on earlier cycles, per URL: the parser's warm path.
+    # The deadline's clock while parsing (the fetch runs under asyncio's own).
+    clock: Callable[[], float] = time.monotonic
+    # Label text parsed on earlier cycles, per URL: the parser's warm path. Only
+    # successful scrapes leave an entry (a failed one drops its URL's).
     label_caches: dict[str, LabelCache] = field(default_factory=dict)
     # Label sets already checked against the limits, per URL. Holding the objects
     # keeps their ids from being reused, so an id seen here is the same set.
     checked_labels: dict[str, dict[int, Mapping[str, str]]] = field(default_factory=dict)
     layouts: LayoutMemo = field(default_factory=LayoutMemo)
+    # URLs with a layout in `layouts` (the memo cannot list them).
+    _laid_out: set[str] = field(default_factory=set, init=False, repr=False)
 
     def forget_layouts(self, urls: Iterable[str]) -> None:
         """Report these URLs' layouts again next time (the receiver lost them)."""
         for url in urls:
             self.layouts.forget(url)
+            self._laid_out.discard(url)
+
+    def cached_urls(self) -> set[str]:
+        """The URLs this scraper holds anything for."""
+        return set(self.label_caches) | set(self.checked_labels) | self._laid_out
+
+    def drop_caches(self, urls: Iterable[str]) -> None:
+        """Forget everything kept for these URLs (disabled or deleted endpoints)."""
+        for url in urls:
+            self.label_caches.pop(url, None)
+            self.checked_labels.pop(url, None)
+        self.forget_layouts(urls)
+
+    def retain(self, urls: Iterable[str]) -> None:
+        """Drop the caches of every URL but these (the ones still scraped)."""
+        self.drop_caches(self.cached_urls().difference(urls))
 
     async def scrape_many(self, urls: Sequence[str]) -> list[ScrapeOutcome]:
         gate = asyncio.Semaphore(self.concurrency)
@@ -135,21 +178,36 @@ class Scraper:
     async def scrape(self, session: aiohttp.ClientSession, url: str) -> ScrapeOutcome:
         outcome = ScrapeOutcome(url=url, started_at=datetime.now(UTC))
         started = time.perf_counter()
+        # One deadline for fetch and parse: asyncio's for the fetch, this for the parse.
+        deadline = self.clock() + self.limits.timeout_seconds
+        parsing = False
         try:
             async with asyncio.timeout(self.limits.timeout_seconds):
                 body, content_type = await self._fetch(session, url)
             outcome.body_bytes = len(body)
-            families = self._parse(url, body, content_type)
+            parsing = True
+            known = self.label_caches.get(url)
+            cache = LabelCache() if known is None else known
+            families = self._parse(body, content_type, cache, deadline)
             del body
-            checked = self.checked_labels.setdefault(url, {})
+            checked = self.checked_labels.get(url, {})
             outcome.sample_count = check_limits(families, self.limits, checked)
             self._compact(outcome, families)
+            del families
+            # Kept only now: a failed scrape leaves no cache behind.
+            self.label_caches[url] = cache
+            self.checked_labels[url] = checked
+            self._laid_out.add(url)
         except ScrapeFailed as exc:
-            outcome.error = exc
+            outcome.error = exc.released()
         except TimeoutError:
             outcome.error = ScrapeFailed(
                 ErrorKind.TIMEOUT, f"no complete response within {self.limits.timeout_seconds:g}s"
             )
+        if outcome.error is not None and parsing:
+            # The parse may have filled the URL's caches with what failed: drop them.
+            self.label_caches.pop(url, None)
+            self.checked_labels.pop(url, None)
         outcome.duration_seconds = time.perf_counter() - started
         return outcome
 
@@ -208,13 +266,24 @@ class Scraper:
         if outcome.frame.layout_blob is not None:
             outcome.inventory = inventory_snapshot(families)
 
-    def _parse(self, url: str, body: bytes, content_type: str) -> list[Family]:
-        cache = self.label_caches.get(url)
-        if cache is None:
-            cache = self.label_caches[url] = LabelCache()
+    def _parse(
+        self, body: bytes, content_type: str, cache: LabelCache, deadline: float
+    ) -> list[Family]:
         openmetrics = content_type.startswith("application/openmetrics-text")
+        budget = ParseBudget(max_samples=self.limits.samples, deadline=deadline, clock=self.clock)
         try:
-            return parse(body, openmetrics=openmetrics, cache=cache)
+            return parse(body, openmetrics=openmetrics, cache=cache, budget=budget)
+        except SampleLimitExceeded:
+            raise ScrapeFailed(
+                ErrorKind.TOO_MANY_SAMPLES,
+                f"more than {self.limits.samples} samples (sample limit)",
+            ) from None
+        except ParseDeadlineExceeded:
+            raise ScrapeFailed(
+                ErrorKind.TIMEOUT,
+                f"no complete scrape within {self.limits.timeout_seconds:g}s "
+                "(the deadline passed while parsing)",
+            ) from None
         except ExpositionError as exc:
             raise ScrapeFailed(
                 ErrorKind.PARSE_ERROR, f"parse error at line {exc.line}: {exc.message}"
@@ -254,12 +323,16 @@ async def _read_capped(response: aiohttp.ClientResponse, cap: int) -> bytes:
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS) if gzipped else None
     chunks: list[bytes] = []
     size = 0
-    too_large = ScrapeFailed(ErrorKind.TOO_LARGE, f"body size limit exceeded ({cap} bytes)")
+
+    def too_large() -> ScrapeFailed:
+        chunks.clear()  # not held by the frame the error's traceback refers to
+        return ScrapeFailed(ErrorKind.TOO_LARGE, f"body size limit exceeded ({cap} bytes)")
+
     async for raw in response.content.iter_chunked(256 * 1024):
         if inflater is None:
             size += len(raw)
             if size > cap:
-                raise too_large
+                raise too_large()
             chunks.append(raw)
             continue
         data = raw
@@ -271,10 +344,11 @@ async def _read_capped(response: aiohttp.ClientResponse, cap: int) -> bytes:
                 raise ScrapeFailed(ErrorKind.NOT_METRICS, "corrupt gzip body") from None
             size += len(out)
             if size > cap:
-                raise too_large
+                raise too_large()
             chunks.append(out)
             data = inflater.unconsumed_tail
     body = b"".join(chunks)
+    chunks.clear()
     if body.lstrip()[:1] == b"<":
         raise ScrapeFailed(ErrorKind.NOT_METRICS, "not a metrics response (looks like HTML)")
     return body

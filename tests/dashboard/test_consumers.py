@@ -46,6 +46,11 @@ async def session_cookie() -> AsyncIterator[str]:
     yield await sync_to_async(login)()
 
 
+# How long a handshake or a push may take to arrive: the communicator's default (1 s) is
+# shorter than a consumer's database reads take when the suite's workers share the cores.
+ANSWER_SECONDS = 10
+
+
 def communicator(
     fleet: Fleet, *, cookie: str | None, origin: str | None, host: str = "127.0.0.1"
 ) -> WebsocketCommunicator:
@@ -61,13 +66,13 @@ async def test_a_logged_in_viewer_receives_pushes_for_the_fleet(
     fleet: Fleet, session_cookie: str
 ) -> None:
     ws = communicator(fleet, cookie=session_cookie, origin="http://127.0.0.1")
-    connected, _ = await ws.connect()
+    connected, _ = await ws.connect(timeout=ANSWER_SECONDS)
     assert connected
     await channel_layer().group_send(
         live.group_name(ViewScope(fleet)),
         {"type": "overview.update", "payload_json": '{"panels":[]}'},
     )
-    assert await ws.receive_from() == '{"panels":[]}'
+    assert await ws.receive_from(timeout=ANSWER_SECONDS) == '{"panels":[]}'
     await ws.disconnect()
 
 
@@ -79,14 +84,14 @@ async def test_a_reconnecting_viewer_is_resynced_from_the_cached_overview(
     key = f"fleetscope:overview:{ViewScope(fleet).key}"
     await sync_to_async(cache.set)(key, '{"latest":1}')
     ws = communicator(fleet, cookie=session_cookie, origin="http://127.0.0.1")
-    assert (await ws.connect())[0]
-    assert await ws.receive_from() == '{"latest":1}'
+    assert (await ws.connect(timeout=ANSWER_SECONDS))[0]
+    assert await ws.receive_from(timeout=ANSWER_SECONDS) == '{"latest":1}'
     await ws.disconnect()
 
 
 async def test_an_anonymous_socket_is_closed(fleet: Fleet) -> None:
     ws = communicator(fleet, cookie=None, origin="http://127.0.0.1")
-    connected, code = await ws.connect()
+    connected, code = await ws.connect(timeout=ANSWER_SECONDS)
     assert not connected
     assert code == 4401
 
@@ -96,7 +101,7 @@ async def test_foreign_null_or_missing_origins_are_rejected(
     fleet: Fleet, session_cookie: str, origin: str | None
 ) -> None:
     ws = communicator(fleet, cookie=session_cookie, origin=origin)
-    connected, _ = await ws.connect()
+    connected, _ = await ws.connect(timeout=ANSWER_SECONDS)
     assert not connected
 
 
@@ -114,7 +119,7 @@ async def test_an_origin_on_another_port_or_host_than_the_server_is_rejected(
     fleet: Fleet, session_cookie: str, host: str, origin: str
 ) -> None:
     ws = communicator(fleet, cookie=session_cookie, origin=origin, host=host)
-    connected, _ = await ws.connect()
+    connected, _ = await ws.connect(timeout=ANSWER_SECONDS)
     assert not connected
 
 
@@ -133,7 +138,7 @@ async def test_an_origin_with_the_servers_own_host_and_port_is_accepted(
     fleet: Fleet, session_cookie: str, host: str, origin: str
 ) -> None:
     ws = communicator(fleet, cookie=session_cookie, origin=origin, host=host)
-    connected, _ = await ws.connect()
+    connected, _ = await ws.connect(timeout=ANSWER_SECONDS)
     assert connected
     await ws.disconnect()
 
@@ -146,14 +151,14 @@ async def test_an_origin_on_another_port_is_accepted_when_listed_as_trusted(
         ws = communicator(
             fleet, cookie=session_cookie, origin="http://127.0.0.1:9999", host="127.0.0.1:8000"
         )
-        connected, _ = await ws.connect()
+        connected, _ = await ws.connect(timeout=ANSWER_SECONDS)
         assert connected
         await ws.disconnect()
         # Listed with its port: the same host on a third port is still foreign.
         other = communicator(
             fleet, cookie=session_cookie, origin="http://127.0.0.1:9998", host="127.0.0.1:8000"
         )
-        assert not (await other.connect())[0]
+        assert not (await other.connect(timeout=ANSWER_SECONDS))[0]
 
 
 async def test_a_host_outside_allowed_hosts_is_rejected_even_when_origin_matches_it(
@@ -162,7 +167,7 @@ async def test_a_host_outside_allowed_hosts_is_rejected_even_when_origin_matches
     ws = communicator(
         fleet, cookie=session_cookie, origin="http://evil.example:8000", host="evil.example:8000"
     )
-    connected, _ = await ws.connect()
+    connected, _ = await ws.connect(timeout=ANSWER_SECONDS)
     assert not connected
 
 
@@ -172,7 +177,7 @@ async def test_after_logout_the_open_socket_stops_receiving(
     from django.contrib.sessions.models import Session
 
     ws = communicator(fleet, cookie=session_cookie, origin="http://127.0.0.1")
-    assert (await ws.connect())[0]
+    assert (await ws.connect(timeout=ANSWER_SECONDS))[0]
     await Session.objects.filter(session_key=session_cookie).adelete()
     await channel_layer().group_send(
         live.group_name(ViewScope(fleet)),
@@ -192,7 +197,7 @@ async def test_an_unknown_fleet_is_refused(session_cookie: str) -> None:
             (b"cookie", f"sessionid={session_cookie}".encode()),
         ],
     )
-    connected, code = await ws.connect()
+    connected, code = await ws.connect(timeout=ANSWER_SECONDS)
     assert (connected, code) == (False, 4404)
 
 
@@ -205,7 +210,7 @@ async def test_a_viewer_idle_longer_than_redis_read_timeouts_still_gets_the_next
     layers = redis_channel_layers(TEST_REDIS_URL, prefix=f"fleetscope-test-{fleet.code.hex}")
     with override_settings(CHANNEL_LAYERS=layers):
         ws = communicator(fleet, cookie=session_cookie, origin="http://127.0.0.1")
-        assert (await ws.connect())[0]
+        assert (await ws.connect(timeout=ANSWER_SECONDS))[0]
         await asyncio.sleep(6.5)
         await channel_layer().group_send(
             live.group_name(ViewScope(fleet)),

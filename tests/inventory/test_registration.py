@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -17,6 +18,7 @@ from inventory.models import Endpoint, Fleet, PrometheusSource
 from inventory.prometheus import READ_ONLY_PATHS, PrometheusUnavailable
 from inventory.registration import (
     DiscoveryError,
+    RegistrationError,
     endpoints_discover,
     endpoints_discover_from_url,
     fleet_ensure,
@@ -83,6 +85,89 @@ def test_single_label_host_names_register_when_the_allow_list_names_them() -> No
             fleet_slug="compose", specs=[TargetSpec("http://fleetsim:18000/metrics", "vllm", {})]
         )
     assert report.created == 1
+
+
+# Endpoint identity (issue 18, failure 1): a target is its normalised scheme, host, port and
+# path; a second spelling of a registered target is refused, naming the endpoint holding it.
+
+
+@pytest.fixture(scope="module")
+def replica() -> Iterator[str]:
+    """The host:port of one real fleetsim replica (its /metrics answers every spelling
+    below the same)."""
+    with start_fleet(replicas=1, seed=18) as sim:
+        yield urlsplit(sim.targets[0].url).netloc
+
+
+SPELLINGS = (
+    "http://{hp}/metrics/",
+    "HTTP://{hp}/metrics",
+    "http://{hp}//metrics",
+    "http://{hp}/./metrics",
+    "http://{hp}/other/../metrics",
+)
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_a_second_spelling_of_a_registered_target_is_refused_naming_the_endpoint(
+    replica: str, spelling: str
+) -> None:
+    first = targets_import(
+        fleet_slug="prod", specs=[TargetSpec(f"http://{replica}/metrics", "vllm", {})]
+    )
+    endpoint = Endpoint.objects.get()
+    again = TargetSpec(spelling.format(hp=replica), "vllm", {})
+    expected = (
+        f"already registered as http://{replica}/metrics (endpoint {endpoint.pk}, fleet prod)"
+    )
+    with pytest.raises(RegistrationError, match=re.escape(expected)):
+        targets_import(fleet=first.fleet, specs=[again])
+    # The admin (and the page's form) validate the model: the same refusal.
+    with pytest.raises(ValidationError, match=re.escape(expected)):
+        Endpoint(fleet=first.fleet, url=again.url, kind="vllm").full_clean()
+    assert list(Endpoint.objects.values_list("url", flat=True)) == [f"http://{replica}/metrics"]
+    # The same URL again is the same endpoint, updated, as before.
+    report = targets_import(
+        fleet=first.fleet, specs=[TargetSpec(f"http://{replica}/metrics", "dcgm", {})]
+    )
+    assert (report.created, report.updated) == (0, 1)
+
+
+def test_the_default_port_spelled_out_is_the_same_target() -> None:
+    fleet = targets_import(
+        fleet_slug="ports", specs=[TargetSpec("http://127.0.0.1/metrics", "vllm", {})]
+    ).fleet
+    with pytest.raises(RegistrationError, match="already registered as http://127.0.0.1/metrics"):
+        targets_import(fleet=fleet, specs=[TargetSpec("http://127.0.0.1:80/metrics", "vllm", {})])
+    assert Endpoint.objects.get().instance == "127.0.0.1:80"
+
+
+def test_one_target_listed_twice_in_one_import_refuses_the_import(replica: str) -> None:
+    specs = [
+        TargetSpec(f"http://{replica}/metrics", "vllm", {}),
+        TargetSpec(f"http://{replica}/metrics/", "vllm", {}),
+    ]
+    with pytest.raises(RegistrationError, match="listed twice"):
+        targets_import(fleet_slug="twice", specs=specs)
+    assert not Endpoint.objects.exists()
+
+
+def test_the_same_target_in_another_fleet_is_another_endpoint(replica: str) -> None:
+    for slug in ("a", "b"):
+        targets_import(fleet_slug=slug, specs=[TargetSpec(f"http://{replica}/metrics", "vllm", {})])
+    assert Endpoint.objects.count() == 2
+
+
+def test_endpoints_sharing_a_host_and_port_get_instances_unique_in_the_fleet(
+    replica: str,
+) -> None:
+    specs = [
+        TargetSpec(f"http://{replica}/metrics", "vllm", {}),
+        TargetSpec(f"http://{replica}/metrics?shard=2", "vllm", {}),
+    ]
+    targets_import(fleet_slug="shared", specs=specs)
+    instances = dict(Endpoint.objects.values_list("url", "instance"))
+    assert instances == {specs[0].url: replica, specs[1].url: f"{replica}/metrics?shard=2"}
 
 
 # Discovery: a module-wide Prometheus over one fleetsim replica; the refused target sits at

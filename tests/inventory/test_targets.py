@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from inventory.identity import instance_candidates, normalised_target
 from inventory.targets import TargetFileError, parse_target_file, targets_from_prometheus
 
 
@@ -104,3 +105,41 @@ def test_prometheus_target_labels_that_are_not_a_mapping_refuse_the_whole_answer
     payload = {"data": {"activeTargets": [{"scrapeUrl": "http://h:1/metrics", "labels": "x"}]}}
     with pytest.raises(TargetFileError, match=r"activeTargets\[0\]: 'labels' is not a mapping"):
         targets_from_prometheus(payload)
+
+
+def test_two_spellings_of_one_url_that_prometheus_jobs_scrape_are_one_target() -> None:
+    payload = {
+        "data": {
+            "activeTargets": [
+                {"scrapeUrl": "http://10.0.0.5:8000/metrics", "labels": {"job": "vllm"}},
+                {"scrapeUrl": "http://10.0.0.5:8000/metrics/", "labels": {"job": "other"}},
+            ]
+        }
+    }
+    (spec,) = targets_from_prometheus(payload)
+    assert (spec.url, spec.labels) == ("http://10.0.0.5:8000/metrics", {"job": "vllm"})
+
+
+@pytest.mark.parametrize(
+    ("url", "target"),
+    [
+        ("http://10.0.0.5:8000/metrics", "http://10.0.0.5:8000/metrics"),
+        ("HTTP://Vllm-0.Prod:8000/metrics/", "http://vllm-0.prod:8000/metrics"),
+        ("http://10.0.0.5:8000//a//./b/../metrics", "http://10.0.0.5:8000/a/metrics"),
+        ("http://10.0.0.5/metrics", "http://10.0.0.5:80/metrics"),
+        ("https://10.0.0.5:443/metrics", "https://10.0.0.5:443/metrics"),
+        ("http://[0:0::1]:9000", "http://[::1]:9000/"),
+        ("http://10.0.0.5:8000/metrics?x=%2f", "http://10.0.0.5:8000/metrics?x=%2f"),
+        ("http://10.0.0.5:8000/a%2fb/", "http://10.0.0.5:8000/a%2Fb"),
+    ],
+)
+def test_a_target_is_its_url_normalised(url: str, target: str) -> None:
+    assert normalised_target(url) == target
+
+
+def test_instance_names_go_from_host_and_port_to_the_whole_target() -> None:
+    assert instance_candidates("http://10.0.0.5:8000/metrics?a=1") == (
+        "10.0.0.5:8000",
+        "10.0.0.5:8000/metrics?a=1",
+        "http://10.0.0.5:8000/metrics?a=1",
+    )

@@ -99,9 +99,14 @@ def test_the_form_refuses_a_url_the_fleet_already_has(owner_client: Client) -> N
         fleet_slug="form", specs=[TargetSpec("http://127.0.0.1:9400/metrics", "vllm", {})]
     ).fleet
     url = reverse("inventory-fleet-detail", args=["form"])
-    response = owner_client.post(url, {"url": "http://127.0.0.1:9400/metrics", "kind": "vllm"})
-    assert response.status_code == 200
-    assert "already registered" in response.content.decode()
+    for spelling in ("http://127.0.0.1:9400/metrics", "http://127.0.0.1:9400/metrics/"):
+        response = owner_client.post(url, {"url": spelling, "kind": "vllm"})
+        assert response.status_code == 200
+        endpoint = fleet.endpoints.get()
+        assert (
+            f"already registered as http://127.0.0.1:9400/metrics (endpoint {endpoint.pk}, "
+            "fleet form)"
+        ) in response.content.decode()
     assert fleet.endpoints.count() == 1
 
 
