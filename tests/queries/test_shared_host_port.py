@@ -45,6 +45,9 @@ def test_two_endpoints_on_one_host_port_are_two_series_with_their_own_rates() ->
         for _ in range(CYCLES):
             report = fleet_scrape(fleet_id=fleet.pk)
             assert report.succeeded == 2
+            # Live cycles a second apart: the store stamps each frame with its scrape's own
+            # clock, so time has to pass between cycles. A pause by design, not a wait for
+            # a condition.
             time.sleep(STEP)
     hostport = f"127.0.0.1:{server.port}"
     end = datetime.fromtimestamp(time.time(), UTC)
