@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import logging
 import secrets
+import signal
 import socket
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
 from django.conf import settings
@@ -62,6 +65,14 @@ def port_is_free(host: str, port: int) -> bool:
     return True
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: unwinds like Ctrl-C's KeyboardInterrupt, so the same cleanup runs."""
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
 def serve_embedded(
     *,
     host: str,
@@ -70,34 +81,63 @@ def serve_embedded(
     on_starting: Callable[[str | None], None] | None = None,
     say: Callable[[str], None] | None = None,
 ) -> None:
-    """Run until Ctrl-C; stop everything this started before returning.
+    """Run until Ctrl-C or SIGTERM; stop everything this started before returning.
+
+    SIGTERM (kill, systemd, docker stop) stops it as Ctrl-C does, and this then returns
+    normally (the command exits 0); Ctrl-C still ends in KeyboardInterrupt. Uvicorn takes
+    both signals while it serves, shuts down gracefully, and raises the signal again with
+    the handler found at its start: ours, so the cleanup below runs instead of the
+    default SIGTERM action ending the process on the spot and orphaning the scrape workers.
 
     `on_starting` gets the demo fleet's summary (or None) just before the web server binds;
     `say` gets the demo's start-up progress (filling its history), a line at a time.
     """
-    fleet = None
-    if demo_fleet:
-        from fleetscope.demo_fleet import demo_fleet_start
-
-        fleet = demo_fleet_start(say=say)
-    scheduler = (
-        InProcessScheduler(periodic_jobs()) if settings.FLEETSCOPE_INPROCESS_SCHEDULER else None
-    )
-    config = uvicorn.Config(
-        "fleetscope.asgi:application",
-        host=host,
-        port=port,
-        lifespan="off",
-        log_level="warning",
-        timeout_graceful_shutdown=5,
-    )
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if on_main_thread else None
     try:
+        _serve(host=host, port=port, demo_fleet=demo_fleet, on_starting=on_starting, say=say)
+    except Terminated:
+        log.info("SIGTERM: stopped")
+    finally:
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _serve(
+    *,
+    host: str,
+    port: int,
+    demo_fleet: bool,
+    on_starting: Callable[[str | None], None] | None,
+    say: Callable[[str], None] | None,
+) -> None:
+    fleet = None
+    scheduler = None
+    try:
+        if demo_fleet:
+            from fleetscope.demo_fleet import demo_fleet_start
+
+            fleet = demo_fleet_start(say=say)
+        if settings.FLEETSCOPE_INPROCESS_SCHEDULER:
+            scheduler = InProcessScheduler(periodic_jobs())
+        config = uvicorn.Config(
+            "fleetscope.asgi:application",
+            host=host,
+            port=port,
+            lifespan="off",
+            log_level="warning",
+            timeout_graceful_shutdown=5,
+        )
         if scheduler is not None:
             scheduler.start()
         if on_starting is not None:
             on_starting(fleet.summary if fleet is not None else None)
         uvicorn.Server(config).run()
     finally:
+        # A second SIGTERM must not cut the cleanup short (and orphan the workers after all);
+        # each step is bounded, and SIGKILL remains for the impatient.
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         if scheduler is not None:
             scheduler.stop()
         scrape_pool_close()

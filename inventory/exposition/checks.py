@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from operator import attrgetter
 
 from inventory.exposition.model import Sample, excerpt, parse_bound
 
@@ -50,13 +51,35 @@ def family_problems(
         ]
     else:
         return ()
-    return _cap(found)
+    return cap(found)
 
 
 @functools.lru_cache(maxsize=4096)
 def _histogram_names(raw: str, type_: str) -> tuple[str, str]:
     count = "_count" if type_ == "histogram" else "_gcount"
     return sys.intern(raw + "_bucket"), sys.intern(raw + count)
+
+
+# A sample's series and timestamp: two samples with the same are one point listed twice.
+# `labels._key` is the label set as a frozenset (the order of the labels is not kept).
+series_point = attrgetter("name", "labels._key", "timestamp")
+
+
+def has_repeats(samples: Sequence[Sample]) -> bool:
+    """Whether some series is listed twice with the same timestamp (none, in a scrape).
+
+    One pass in C over cached hashes: cheap next to the parse that built the samples."""
+    return len(set(map(series_point, samples))) != len(samples)
+
+
+def repeat_problem(sample: Sample, lines: Sequence[int]) -> str:
+    """The problem of a series listed on several `lines` (1-based; the first is kept)."""
+    name = sample.name if len(sample.name) <= 60 else sample.name[:59] + "…"
+    *before, last = map(str, lines)
+    return (
+        f"series {name}{series(sample.labels)} is listed on lines {', '.join(before)} and "
+        f"{last}: stored once, with the value of line {lines[0]} (Prometheus too keeps the first)"
+    )
 
 
 def series(labels: Iterable[tuple[str, str]] | Mapping[str, str]) -> str:
@@ -66,7 +89,7 @@ def series(labels: Iterable[tuple[str, str]] | Mapping[str, str]) -> str:
     return text if len(text) <= 120 else text[:119] + "…"
 
 
-def _cap(found: list[str]) -> tuple[str, ...]:
+def cap(found: list[str]) -> tuple[str, ...]:
     if not found:
         return ()
     unique = list(dict.fromkeys(found))

@@ -31,6 +31,9 @@ parser (`promtool check metrics`) agrees, and nothing that either refuses:
 
 Semantic faults that leave the text format valid (a histogram without a `+Inf`
 bucket, a negative counter) do not reject: they are listed in `Family.problems`.
+So does a series listed twice (the same name, label set in any order, and timestamp):
+it is kept once, from its first line, with a problem naming its lines, as Prometheus
+keeps the first sample and drops the rest (promtool and prometheus_client accept it).
 OpenMetrics (`openmetrics=True`, see `inventory.exposition.openmetrics`) follows
 its specification, where such faults reject the exposition.
 
@@ -76,13 +79,26 @@ from itertools import compress, count, repeat
 from operator import and_, is_, is_not, ne, not_, or_, sub
 from typing import Any
 
-from inventory.exposition.assembler import Assembler, Metadata, Pending, metadata_fields
+from inventory.exposition.assembler import (
+    CHECKED_TYPES,
+    Assembler,
+    Metadata,
+    Pending,
+    metadata_fields,
+)
 from inventory.exposition.budget import (
     CHECK_EVERY_LINES,
     ParseBudget,
     ParseDeadlineExceeded,
     ParseStopped,
     SampleLimitExceeded,
+)
+from inventory.exposition.checks import (
+    cap,
+    family_problems,
+    has_repeats,
+    repeat_problem,
+    series_point,
 )
 from inventory.exposition.lexer import (
     HELP_KIND,
@@ -168,7 +184,7 @@ def parse(
             assert budget.max_samples is not None  # a cut is only found under a limit
             raise SampleLimitExceeded(cut + 1, budget.max_samples)
     if not fast:
-        return _parse_lines(lines, LabelCache(), budget)[0]
+        return _without_repeats(*_parse_lines(lines, LabelCache(), budget), lines)
     if cache.template is not None:
         families = cache.template.reparse(lines, cache)
         if families is not None:
@@ -207,11 +223,13 @@ def _parse_text(
         if budget is not None:
             budget.check_time(1)
         parsed = _parse_lines(lines, cache, budget)
-    families, pendings = parsed
+    families = _without_repeats(*parsed, lines)
+    pendings = parsed[1]
     if remember:
         # A layout only pays off once the payload keeps its shape: building one for an
         # endpoint whose line count changes every scrape would cost more than it saves.
-        # Bounded like the cache's other maps: a layout holds one entry per line.
+        # Bounded like the cache's other maps: a layout holds one entry per line. A
+        # payload with a repeated series gets none (its samples no longer match its lines).
         same_shape = len(lines) == cache.line_count
         cache.line_count = len(lines)
         cache.template = (
@@ -220,6 +238,42 @@ def _parse_text(
             else None
         )
     return families
+
+
+def _without_repeats(
+    families: list[Family], pendings: list[Pending], lines: list[str]
+) -> list[Family]:
+    """`families` with each series that is listed twice (same name, label set and
+    timestamp) kept once, from its first line, and a problem naming the lines: what
+    Prometheus does with such a scrape is keep the first sample and drop the rest."""
+    samples = [sample for family in families for sample in family.samples]
+    if not has_repeats(samples):
+        return families
+    numbers = [k for k, line in enumerate(lines, 1) if line.lstrip(" \t")[:1] not in ("", "#")]
+    keys = list(map(series_point, samples))
+    lines_of: dict[Any, list[int]] = {}
+    for key, number in zip(keys, numbers, strict=True):
+        lines_of.setdefault(key, []).append(number)
+    out = []
+    at = 0
+    for family, pending in zip(families, pendings, strict=True):
+        own = keys[at : at + len(family.samples)]
+        at += len(own)
+        if all(len(lines_of[key]) == 1 for key in own):
+            out.append(family)
+            continue
+        first: dict[Any, Sample] = {}
+        for key, sample in zip(own, family.samples, strict=True):
+            first.setdefault(key, sample)
+        kept = tuple(first.values())
+        found = [
+            repeat_problem(first[key], lines_of[key]) for key in first if len(lines_of[key]) > 1
+        ]
+        type_ = family.type
+        if type_ in CHECKED_TYPES:
+            found += family_problems(type_, pending.raw, kept, om=False)
+        out.append(Family(family.name, type_, family.help, family.unit, kept, cap(found)))
+    return out
 
 
 def _as_text(payload: str | bytes | bytearray | memoryview) -> str:

@@ -12,6 +12,7 @@ checked against it in bulk, in C (`map`, `compress`, `itemgetter` over all lines
 * a sample line whose prefix changed (a label value moved, as
   `running_lora_adapters` does) is parsed in full here and must keep its
   sample name;
+* a moved line must not make its series one that another line lists too;
 * every value token that differs from the last scrape's on that line is
   checked as in the full parse; an unchanged token keeps its Sample object.
 
@@ -33,7 +34,7 @@ from operator import attrgetter, is_, itemgetter, ne
 from typing import Any
 
 from inventory.exposition.assembler import CHECKED_TYPES, Pending
-from inventory.exposition.checks import family_problems
+from inventory.exposition.checks import family_problems, has_repeats
 from inventory.exposition.lexer import parse_text_line
 from inventory.exposition.model import (
     ExpositionError,
@@ -172,6 +173,8 @@ class PayloadTemplate:
             sample.timestamp = None
             sample.__class__ = Sample  # type: ignore[assignment]  # same slots: see SampleTwin
             samples[k] = sample
+        if moved and has_repeats(samples):
+            return None  # a moved line now repeats a series: the full parse reports it
         families = list(self.families)
         bounds = self.bounds
         for f in set(compress(self.family_of, fresh)):

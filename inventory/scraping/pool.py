@@ -12,7 +12,7 @@ run, every cycle reaches every worker, even one with no URL of the fleet left.
 
 Workers ignore SIGINT: Ctrl-C in a terminal reaches the whole foreground process
 group, and the parent alone decides on shutdown (`ScrapePool.close`, which ends the
-workers through the executor, not by signal).
+workers through the executor, and terminates one still busy after a short grace).
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import signal
+import time
 import zlib
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from threading import Lock
+from threading import Lock, Thread
 
 from inventory.scraping.policy import OutboundPolicy
 from inventory.scraping.scraper import ScrapeLimits, ScrapeOutcome, Scraper
@@ -131,10 +132,33 @@ class ScrapePool:
                 ]
             return self._executors
 
-    def close(self) -> None:
+    def close(self, grace: float = 5.0) -> None:
+        """End the workers: queued scrapes are cancelled, a scrape in hand may finish within
+        `grace` seconds, then a worker still running is terminated."""
         with self._lock:
-            for executor in self._executors:
-                executor.shutdown(wait=True, cancel_futures=True)
+            processes = [
+                process
+                for executor in self._executors
+                # The executor drops its process table on shutdown: take it first.
+                for process in (executor._processes or {}).values()
+            ]
+            # Each executor shuts down in a thread of its own (ends its idle worker, waits
+            # for a busy one), so the grace below bounds them all at once.
+            stopping = [
+                Thread(target=executor.shutdown, kwargs={"wait": True, "cancel_futures": True})
+                for executor in self._executors
+            ]
+            for thread in stopping:
+                thread.start()
+            deadline = time.monotonic() + grace
+            for thread in stopping:
+                thread.join(max(0.0, deadline - time.monotonic()))
+            if any(thread.is_alive() for thread in stopping):
+                for process in processes:
+                    # Ends a worker still scraping; one already ended is left alone.
+                    process.terminate()
+                for thread in stopping:
+                    thread.join()
             # Forget this process's local scrapers too: a closed pool starts cold.
             self._local.clear()
             self._executors = []

@@ -15,12 +15,23 @@ from inventory.exposition import Family
 from inventory.store.codec import (
     LayoutMemo,
     Series,
+    decode_layout,
+    decode_values,
     encode_layout,
     encode_values,
     frame_from_families,
 )
 
-__all__ = ["EncodedFrame", "LayoutMemo", "Series", "frame_encode", "frame_layout"]
+# The decoders too: what a scrape worker encoded is read back by its tests the same way.
+__all__ = [
+    "EncodedFrame",
+    "LayoutMemo",
+    "Series",
+    "decode_layout",
+    "decode_values",
+    "frame_encode",
+    "frame_layout",
+]
 
 
 @dataclass(frozen=True)

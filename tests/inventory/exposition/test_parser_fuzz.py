@@ -72,8 +72,9 @@ def _our_view(families: Iterable[Family]) -> View:
 def _reference_view(families: Iterable[Any]) -> View:
     """prometheus_client's families, reshaped where our shape differs on purpose.
 
-    It yields one family per sample of a name without metadata (we group them)
-    and leaves `<base>_created` gauges as families of their own (we fold them).
+    It yields one family per sample of a name without metadata (we group them),
+    leaves `<base>_created` gauges as families of their own (we fold them) and keeps
+    every line of a series listed twice (we keep the first, as Prometheus does).
     Its renaming of counters declared without `_total` is undone separately.
     """
     out: View = []
@@ -95,6 +96,9 @@ def _reference_view(families: Iterable[Any]) -> View:
                 previous[3].extend(samples)
                 continue
         out.append((family.name, family.type, family.documentation.strip(), samples))
+    for _, _, _, samples in out:
+        first = {(s[0], frozenset(s[1].items()), s[3]): s for s in reversed(samples)}
+        samples[:] = [s for s in samples if first[(s[0], frozenset(s[1].items()), s[3])] is s]
     return out
 
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
 from http.server import BaseHTTPRequestHandler
 
 import pytest
 
+from devtools.waiting import wait_until
 from fleetsim.api import Fleet, start_fleet
 from inventory.scraping.pool import ScrapeConfig, ScrapePool, shard_of
 from inventory.scraping.scraper import ScrapeLimits
@@ -126,3 +129,42 @@ def test_ctrl_c_is_the_parents_to_handle_workers_ignore_it_and_close_still_ends_
     assert [p.exitcode for p in processes] == [0, 0]
     err = capfd.readouterr().err
     assert "KeyboardInterrupt" not in err and "Traceback" not in err, err
+
+
+def test_close_terminates_a_worker_still_busy_after_the_grace() -> None:
+    # A stop (Ctrl-C, SIGTERM) must not wait out every target's deadline: a worker
+    # still scraping after the grace is terminated.
+    release = threading.Event()
+
+    def respond(h: BaseHTTPRequestHandler) -> None:
+        release.wait(60)  # answers only when the test lets it
+
+    workers = ScrapePool(processes=2, config=CONFIG)
+    failures: list[BaseException] = []
+
+    def cycle() -> None:
+        try:
+            workers.scrape("fleet-f", urls, [])
+        except BaseException as error:  # the pool breaks under it: expected
+            failures.append(error)
+
+    try:
+        with serving(respond) as server:
+            urls = [server.url(f"/replica-{i}/metrics") for i in range(6)]
+            assert {shard_of(url, 2) for url in urls} == {0, 1}
+            scraping = threading.Thread(target=cycle)
+            scraping.start()
+            wait_until(lambda: True if len(server.requests) >= 2 else None, what="both workers")
+            processes = [p for e in workers._executors for p in e._processes.values()]
+            started = time.monotonic()
+            workers.close(grace=0.5)
+            took = time.monotonic() - started
+            scraping.join(30)
+            release.set()
+    finally:
+        release.set()
+        workers.close()
+    assert took < CONFIG.limits.timeout_seconds / 2, took
+    assert [p.exitcode for p in processes] == [-signal.SIGTERM, -signal.SIGTERM]
+    assert not scraping.is_alive()
+    assert [type(e) for e in failures] == [BrokenProcessPool]
