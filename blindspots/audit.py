@@ -24,6 +24,7 @@ from blindspots.rewrite import Rewrite, rewrite_expression
 from blindspots.sources import selectors_of
 from blindspots.types import VERDICT_ORDER, Item, ItemError, Selector, SelectorVerdict, Verdict
 from blindspots.verdicts import check_selectors
+from fleetscope.lib.utc import utc_iso as shared_utc_iso
 
 if TYPE_CHECKING:
     from inventory.models import Fleet
@@ -35,9 +36,7 @@ NO_SERIES_WHY = "the expression reads no series: nothing here can go blind"
 
 def utc_iso(at: datetime | None) -> str | None:
     """`2026-11-12T14:05:00Z`, or None."""
-    if at is None:
-        return None
-    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return None if at is None else shared_utc_iso(at)
 
 
 def item_key(item: Item) -> str:

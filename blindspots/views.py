@@ -6,7 +6,6 @@ every fleet comes through `inventory.access.fleet_for_user`."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -26,6 +25,8 @@ from blindspots.services import (
     sources_upload,
 )
 from blindspots.types import VERDICT_ORDER
+from fleetscope.lib.utc import utc_text as shared_utc_text
+from fleetscope.lib.utc import utc_text_of_iso
 from inventory.access import fleet_for_user, fleets_for_user
 from inventory.models import Fleet
 
@@ -42,12 +43,7 @@ VERDICT_COLOURS = {
 KIND_WORDS = {"rule": "rule", "panel": "panel", "autoscaler": "autoscaler", "file": "file"}
 
 
-def utc_text(iso: str | None) -> str:
-    """`2026-11-12T14:05:00Z` -> `2026-11-12 14:05 UTC`."""
-    if not iso:
-        return ""
-    at = datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    return at.strftime("%Y-%m-%d %H:%M UTC")
+utc_text = utc_text_of_iso
 
 
 def count_cells(counts: dict[str, int]) -> list[dict[str, Any]]:
@@ -102,7 +98,7 @@ def page_context(
                 "name": s.name,
                 "kind": SourceKind(s.kind).label,
                 "size": len(s.content.encode()),
-                "uploaded": s.uploaded_at.strftime("%Y-%m-%d %H:%M UTC"),
+                "uploaded": shared_utc_text(s.uploaded_at),
             }
             for s in sources
         ],
@@ -125,7 +121,7 @@ def blindspots_list(request: HttpRequest) -> HttpResponse:
             {
                 "fleet": fleet,
                 "run": run,
-                "started": run.started_at.strftime("%Y-%m-%d %H:%M UTC") if run else "",
+                "started": shared_utc_text(run.started_at) if run else "",
                 "counts": count_cells(run.counts) if run else [],
             }
         )

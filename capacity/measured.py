@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
 from capacity.figures import Quantity
-from inventory.gpus import engines_serving, latest_series_labels
+from inventory.gpus import latest_series_labels
 from inventory.models import Fleet
 from inventory.selectors import scope_endpoints
 from inventory.store import store_span
@@ -99,9 +99,15 @@ def fleet_measurements(
     seconds = (end - start).total_seconds()
     window = f"{start:%Y-%m-%dT%H:%MZ} .. {end:%Y-%m-%dT%H:%MZ} ({note})"
     scope = Scope(fleet, model_name)
-    engines = engines_serving(
-        fleet, model_name, {e.instance for e in scope_endpoints(fleet=fleet) if e.kind == "engine"}
+    # The engines' latest layouts, read once: which serve the model, and their cache config.
+    layouts = latest_series_labels(
+        fleet, {e.instance for e in scope_endpoints(fleet=fleet) if e.kind == "engine"}
     )
+    engines = {
+        instance
+        for instance, series in layouts.items()
+        if any(labels.get("model_name") == model_name for labels in series)
+    }
     if seconds < PEAK_RATE_SECONDS:
         why = f"the {backend} backend holds under 5 minutes of this fleet"
         return FleetMeasurements(
@@ -113,7 +119,7 @@ def fleet_measurements(
             _needs(why, "prefill_seconds_per_request", "seconds"),
             _needs(why, "decode_seconds_per_request", "seconds"),
             _needs(why, "concurrency_requests", "requests"),
-            _cache_config(fleet, engines),
+            _cache_config(layouts, engines),
         )  # fmt: skip
     instant = Window(end - timedelta(seconds=INSTANT_STEP_SECONDS), end, INSTANT_STEP_SECONDS)
     # On the 5-minute grid, so the peak is the same figure on every read within a step
@@ -159,7 +165,7 @@ def fleet_measurements(
         decode_seconds=_last(results["decode"], "decode_seconds_per_request", "seconds",
                              f"mean of {_name(results['decode'])} {length}"),
         concurrency=_concurrency(results["running"], results["waiting"], window),
-        cache_config=_cache_config(fleet, engines),
+        cache_config=_cache_config(layouts, engines),
         missing_metrics=missing,
     )  # fmt: skip
 
@@ -258,16 +264,13 @@ def _replicas(engines: set[str]) -> Quantity:
 
 def _mu_good(fleet: Fleet, model_name: str, backend: Backend, at: datetime) -> Quantity:
     from slo.evaluation import slo_statuses
+    from slo.services import slo_for_model
 
     key, unit = "mu_good_requests_per_second", "requests_per_second"
-    slos = [
-        s for s in fleet.slos.prefetch_related("objectives") if s.model_name in ("", model_name)
-    ]
-    if not slos:
+    slo = slo_for_model(fleet, model_name)
+    if slo is None:
         return _needs(f"no SLO selects {model_name}: mu_good is measured against an SLO", key, unit)
-    # The SLO written for this model over a fleet-wide one: its objectives are the model's.
-    slos.sort(key=lambda s: (s.model_name != model_name, s.slug))
-    status = slo_statuses(fleet, backend=backend, at=at, slos=slos[:1], replica_rates=True)[0]
+    status = slo_statuses(fleet, backend=backend, at=at, slos=[slo], replica_rates=True)[0]
     rates = [r.mu_good for r in (status.goodput.replicas if status.goodput else ()) if r.mu_good]
     if not rates:
         reasons = {r.note for r in status.goodput.replicas} if status.goodput else set()
@@ -279,10 +282,12 @@ def _mu_good(fleet: Fleet, model_name: str, backend: Backend, at: datetime) -> Q
                     f"{status.slug} ({backend})")  # fmt: skip
 
 
-def _cache_config(fleet: Fleet, engines: set[str]) -> CacheConfig | None:
+def _cache_config(
+    layouts: Mapping[str, Sequence[Mapping[str, str]]], engines: set[str]
+) -> CacheConfig | None:
     """The first engine's `vllm:cache_config_info` labels (replicas of one model share a
     config; a difference is the inventory's drift report's business)."""
-    for instance, series in sorted(latest_series_labels(fleet, engines).items()):
+    for instance, series in sorted((i, layouts[i]) for i in engines if i in layouts):
         for labels in series:
             if all(name in labels for name in CACHE_CONFIG_LABELS):
                 try:

@@ -223,20 +223,18 @@ def _good_fraction(
     fleet: Fleet, model_name: str, backend: Backend, at: datetime
 ) -> tuple[Interval | None, str]:
     from slo.evaluation import slo_statuses
+    from slo.services import slo_for_model
 
-    slos = [
-        s for s in fleet.slos.prefetch_related("objectives") if s.model_name in ("", model_name)
-    ]
-    if not slos:
+    slo = slo_for_model(fleet, model_name)
+    if slo is None:
         return None, f"no SLO selects {model_name}: good tokens need one"
-    slos.sort(key=lambda s: (s.model_name != model_name, s.slug))
-    status = slo_statuses(fleet, backend=backend, at=at, slos=slos[:1])[0]
+    status = slo_statuses(fleet, backend=backend, at=at, slos=[slo])[0]
     goodput = status.goodput
     if goodput is None or goodput.fraction is None:
         why = goodput.note if goodput else "no goodput"
         return None, f"SLO {status.slug}: {why}"
     kind = "exact" if goodput.exact else "bounds"
-    whose = "this model's" if slos[0].model_name else "the fleet-wide (every model alike)"
+    whose = "this model's" if slo.model_name else "the fleet-wide (every model alike)"
     return goodput.fraction, (
         f"goodput ({kind}) of {whose} SLO {status.slug}: {status.window_note}, at the period end"
     )

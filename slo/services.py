@@ -444,6 +444,16 @@ def fleet_get(slug: str) -> Fleet:
     return fleet
 
 
+def slo_for_model(fleet: Fleet, model_name: str) -> Slo | None:
+    """The SLO that speaks for one model of a fleet: the one written for the model, else a
+    fleet-wide one (first by slug); None when no SLO selects the model."""
+    candidates = [
+        s for s in fleet.slos.prefetch_related("objectives") if s.model_name in ("", model_name)
+    ]
+    candidates.sort(key=lambda s: (s.model_name != model_name, s.slug))
+    return candidates[0] if candidates else None
+
+
 def objective_describe(objective: Objective | ObjectiveInput) -> str:
     """One line for people: "ttft <= 0.2 s for 99% of requests"."""
     events = OBJECTIVE_KINDS[objective.kind].events

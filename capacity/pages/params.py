@@ -9,6 +9,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Literal
 from urllib.parse import urlencode
 
+from fleetscope.lib.utc import utc_iso, utc_text
+
 Backend = Literal["local", "prometheus"]
 BACKENDS: tuple[Backend, ...] = ("local", "prometheus")
 DEFAULT_BACKEND: Backend = "local"
@@ -50,12 +52,8 @@ class Period:
         return found + (f"&{urlencode({'tenant': self.tenant})}" if self.tenant else "")
 
 
-def utc_text(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+# The page's names for the shared UTC formats.
+iso = utc_iso
 
 
 def time_parse(value: str, name: str) -> datetime:

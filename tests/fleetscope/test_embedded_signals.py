@@ -22,8 +22,6 @@ from devtools.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
-
 
 def _stat(pid: int) -> tuple[str, int, int] | None:
     """(state, parent pid, start time) of a process, or None once it is gone."""

@@ -1,0 +1,19 @@
+"""UTC times as the pages and exports write them: `2026-12-01 10:05 UTC` for people,
+`2026-12-01T10:05:00Z` for machines."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def utc_text(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def utc_iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def utc_text_of_iso(text: str | None) -> str:
+    """`2026-11-12T14:05:00Z` -> `2026-11-12 14:05 UTC`; "" for none."""
+    return utc_text(datetime.fromisoformat(text.replace("Z", "+00:00"))) if text else ""
