@@ -120,6 +120,13 @@ FLEETSCOPE_STORE_RESOLUTION_SECONDS = env.float(
 # the same hour every interval); a bound in MiB, 0 turns the cache off.
 FLEETSCOPE_FRAME_CACHE_MB = env.float("FLEETSCOPE_FRAME_CACHE_MB", 256.0, minimum=0.0)
 
+# Bearer token Alertmanager sends to POST /incidents/alertmanager/; unset: the webhook is off.
+FLEETSCOPE_ALERTMANAGER_TOKEN = env.secret("FLEETSCOPE_ALERTMANAGER_TOKEN") or ""
+if FLEETSCOPE_ALERTMANAGER_TOKEN and len(FLEETSCOPE_ALERTMANAGER_TOKEN) < 16:
+    raise ImproperlyConfigured(
+        "FLEETSCOPE_ALERTMANAGER_TOKEN: use at least 16 characters (e.g. openssl rand -hex 24)"
+    )
+
 # Embedded mode runs periodic jobs in the web process; production uses Celery beat.
 FLEETSCOPE_INPROCESS_SCHEDULER = REDIS_URL is None
 

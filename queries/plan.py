@@ -31,6 +31,7 @@ ENDPOINT_KIND_FOR_SOURCE: Mapping[SourceKind, str] = {
     "router": "router",
     "dcgm": "dcgm",
     "gateway": "gateway",
+    "prober": "prober",
 }
 
 

@@ -36,6 +36,7 @@ GROUP_LABELS = frozenset(
         "source",
         "le",
         "status",  # http_requests_total: 2xx / 4xx / 5xx only
+        "result",  # the golden-set prober's checks: pass / fail
         "gpu",  # DCGM's GPU index on its node: at most 8 or so per exporter instance
     }
 )

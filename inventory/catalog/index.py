@@ -25,6 +25,7 @@ from inventory.catalog import frontend as catalog_frontend
 from inventory.catalog import gaps as catalog_gaps
 from inventory.catalog import gateway as catalog_gateway
 from inventory.catalog import platform as catalog_platform
+from inventory.catalog import prober as catalog_prober
 from inventory.catalog import removed as catalog_removed
 from inventory.catalog.model import (
     ENGINE_LABELS,
@@ -69,6 +70,7 @@ _ALL: tuple[CatalogEntry, ...] = (
     + catalog_platform.ENTRIES
     + catalog_gaps.ENTRIES
     + catalog_gateway.ENTRIES
+    + catalog_prober.ENTRIES
 )
 
 
@@ -87,6 +89,7 @@ _SOURCE_HINT: Mapping[SourceKind, str] = {
     "dcgm": "needs a dcgm-exporter scrape",
     "router": "needs a production-stack router scrape",
     "gateway": "needs a scrape of a gateway exporting FleetScope's gateway metrics",
+    "prober": "needs a scrape of FleetScope's golden-set prober",
     "process": "needs a single-process API server",
     "http": "",
     "engine": "",

@@ -14,7 +14,8 @@ MetricType = Literal["counter", "gauge", "histogram", "summary", "info"]
 Category = Literal["traffic", "queue", "latency", "engine", "platform", "quality"]
 # "http" is vLLM's API-server layer (instrumentator and websocket families),
 # "process" the prometheus_client defaults every Python exporter carries.
-SourceKind = Literal["engine", "http", "process", "router", "dcgm", "gateway"]
+# "prober" is FleetScope's golden-set prober (fleetsim/README.md).
+SourceKind = Literal["engine", "http", "process", "router", "dcgm", "gateway", "prober"]
 Unit = Literal[
     "seconds",
     "milliseconds",

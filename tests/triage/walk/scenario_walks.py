@@ -1,0 +1,78 @@
+"""A simulated incident as the walk meets it: `fleetsim` writes the fleet's history with
+its ground truth, `history_import` loads it into the embedded store through the live
+write path, and the walk runs over the manifest's incident window against the 20 minutes
+before it. The walk's answer is compared with the manifest, not with another backend."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from fleetsim.history import History
+from inventory.history import history_import
+from inventory.models import Fleet
+from triage.walk import Walk, walk_fleet
+
+# A fixed end on the 30 s grid, so a row is the same history on every run.
+END = 1_794_999_990 // 30 * 30
+BASELINE_SECONDS = 1200.0
+STEP = 30.0
+
+
+def history_of(
+    scenario: str,
+    *,
+    seed: int,
+    dialect: str = "current",
+    replicas: int = 3,
+    dialect_of: Mapping[int, str] | None = None,
+) -> History:
+    from fleetsim.scenarios import SCENARIOS
+
+    duration = SCENARIOS[scenario].duration_s
+    return History(
+        replicas=replicas,
+        scenario=scenario,
+        hours=(BASELINE_SECONDS + duration) / 3600,
+        step=STEP,
+        at=BASELINE_SECONDS,
+        seed=seed,
+        end=END,
+        dialect=dialect,
+        dialect_of=dialect_of,
+    )
+
+
+def without_families(path: Path, names: tuple[str, ...]) -> None:
+    """Drop whole families from an OpenMetrics history: replicas built without them."""
+    kept = []
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            body = line[7:] if line.startswith(("# TYPE ", "# HELP ", "# UNIT ")) else line
+            if any(body.startswith((f"{n} ", f"{n}{{", f"{n}_")) for n in names):
+                continue
+            kept.append(line)
+    path.write_text("".join(kept), encoding="utf-8")
+
+
+def walk_history(history: History, tmp_path: Path, *, hide: tuple[str, ...] = ()) -> Walk:
+    path = tmp_path / "fleet.om"
+    history.write_openmetrics(path)
+    if hide:
+        without_families(path, hide)
+    slug = f"sim-{history.run['scenario']}-{history.run['seed']}"
+    history_import(fleet_slug=slug, path=path)
+    return walk_window(Fleet.objects.get(slug=slug), history.manifest, history)
+
+
+def incident_window(manifest: dict[str, Any], history: History) -> tuple[datetime, timedelta]:
+    start = history.start + manifest["window"]["start_offset_s"]
+    end = min(history.start + manifest["window"]["end_offset_s"], history.end)
+    return datetime.fromtimestamp(end, UTC), timedelta(seconds=end - start)
+
+
+def walk_window(fleet: Fleet, manifest: dict[str, Any], history: History, **more: Any) -> Walk:
+    at, since = incident_window(manifest, history)
+    return walk_fleet(fleet, at=at, since=since, **more)

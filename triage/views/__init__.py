@@ -1,0 +1,2 @@
+"""The incident pages (`incidents`), the runbooks (`runbooks`), the evidence exports
+(`evidence`) and the Alertmanager webhook (`alertmanager`)."""

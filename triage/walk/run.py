@@ -1,0 +1,253 @@
+"""`walk_fleet`: read the evidence once, evaluate every node of the tree in order, and
+assemble the walk (breach, verdicts, what changed, workload shifts, one canary plan).
+
+A child is evaluated only when its parent is supported; otherwise it inherits the
+parent's verdict ("ruled out: TTFT not breached", or "insufficient: needs X"), so the
+walk never names a cause under a branch whose own evidence is missing.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from inventory.models import Fleet
+from inventory.selectors import scope_endpoints
+from inventory.store import store_span
+from queries import Backend
+from triage.canary import canary_plan
+from triage.walk.checks import CHECKS, Context, Outcome
+from triage.walk.evidence import Evidence, evidence_read, windows_for
+from triage.walk.objective import breached_objective
+from triage.walk.thresholds import threshold_table
+from triage.walk.tree import NODES, Node
+from triage.walk.types import Breach, Change, Figure, NodeResult, Side, Walk
+
+DEFAULT_SINCE = timedelta(minutes=30)
+BASELINE_SPAN = timedelta(hours=1)
+SIDES: tuple[Side, ...] = ("availability", "ttft", "tpot", "quality", "inventory")
+# Nodes whose verdicts other checks read come first (version skew explains a cold restart).
+# Longer prompts explain a full KV cache, so the prefill branch is read before the queue's.
+FIRST = (
+    "inventory",
+    "inventory.version_skew",
+    "ttft",
+    "ttft.prefill",
+    "ttft.prefill.long_prompts",
+    "ttft.prefill.cache_miss",
+)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _held_from(fleet: Fleet, backend: Backend) -> datetime | None:
+    if backend == "prometheus":
+        return None
+    held = store_span([e.endpoint_id for e in scope_endpoints(fleet=fleet)])
+    return None if held is None else held[0].astimezone(UTC)
+
+
+def _ordered() -> list[Node]:
+    first = [n for f in FIRST for n in NODES if n.id == f]
+    return first + [n for n in NODES if n.id not in FIRST and n.id != "healthy"]
+
+
+def _evaluate(ctx: Context) -> dict[str, Outcome]:
+    for node in _ordered():
+        parent = ctx.found.get(node.parent) if node.parent else None
+        if parent is not None and parent.verdict != "supported" and node.id not in CHILD_OWN:
+            word = "not supported" if parent.verdict == "ruled_out" else "lacks evidence"
+            ctx.found[node.id] = Outcome(
+                parent.verdict, f"{node.parent} {word}: {parent.reason}", missing=parent.missing
+            )
+            continue
+        ctx.found[node.id] = CHECKS[node.id](ctx)
+    breached = [side for side in SIDES if ctx.found[side].verdict == "supported"]
+    # A fleet without a prober is "quality unverified", not a blind walk: only the sides
+    # every fleet exposes decide whether "healthy" can be said.
+    blind = [s for s in ("availability", "ttft", "tpot") if ctx.found[s].verdict == "insufficient"]
+    if breached:
+        ctx.found["healthy"] = Outcome("ruled_out", f"breached: {', '.join(breached)}")
+    elif blind:
+        ctx.found["healthy"] = Outcome(
+            "insufficient",
+            f"nothing breached that could be read; {', '.join(blind)} could not be read",
+            missing=tuple(m for s in blind for m in ctx.found[s].missing),
+        )
+    else:
+        ctx.found["healthy"] = Outcome(
+            "supported", "no side breached against its baseline", confidence=0.8
+        )
+    return ctx.found
+
+
+# Leaves that read their own evidence whatever their parent says: the gateway and the
+# version history are not reached through a breached side.
+CHILD_OWN = frozenset({"availability.retry_storm", "availability.gateway_errors"})
+
+
+def _breach(ctx: Context) -> Breach:
+    found = ctx.found
+    sides = [side for side in SIDES if found[side].verdict == "supported"]
+    sides.sort(key=lambda s: -found[s].confidence)
+    if not sides:
+        return Breach(
+            "none",
+            False,
+            "no breach: every side is within its thresholds of its baseline"
+            if found["healthy"].verdict == "supported"
+            else found["healthy"].reason,
+            "metric",
+        )
+    side = sides[0]
+    text = "; ".join(f"{s}: {found[s].reason}" for s in sides)
+    since = _since(ctx.ev, found[side].replicas) if side == "ttft" else None
+    return Breach(side, True, text, "metric", since, found[side].figures, tuple(sides))
+
+
+def _since(ev: Evidence, instances: tuple[str, ...]) -> str | None:
+    """The first grid time in the window when an affected replica's TTFT trend passed
+    twice its baseline median: when the burn began, not just that it did."""
+    first: float | None = None
+    for instance in instances:
+        trend = ev.trends.get("ttft_trend", {}).get(instance)
+        base = ev.stat("ttft_trend", instance).baseline
+        if trend is None or base is None:
+            continue
+        for t, v in zip(*trend, strict=True):
+            if t >= ev.window[0].timestamp() and v is not None and v >= 2 * base + 0.05:
+                first = t if first is None else min(first, t)
+                break
+    return None if first is None else _iso(datetime.fromtimestamp(first, UTC))
+
+
+def _canary(
+    fleet: Fleet,
+    slo: Any,
+    ctx: Context,
+    breach: Breach,
+    window: tuple[datetime, datetime],
+    baseline: tuple[datetime, datetime],
+    backend: Backend,
+) -> dict[str, Any] | None:
+    """One plan, for the most confident supported leaf, sized on the breached objective."""
+    leaves = [
+        n for n in NODES if n.leaf and n.id != "healthy" and ctx.found[n.id].verdict == "supported"
+    ]
+    if not leaves:
+        return None
+    leaf = max(leaves, key=lambda n: ctx.found[n.id].confidence)
+    found = ctx.found[leaf.id]
+    side = leaf.id.split(".")[0]
+    objective = breached_objective(
+        fleet,
+        slo=slo,
+        side=side,
+        replicas=found.replicas,
+        window=window,
+        baseline=baseline,
+        backend=backend,
+    )
+    models = sorted({m for i in found.replicas if (m := ctx.ev.models.get(i))})
+    model = models[0] if models else None
+    members = ctx.ev.instances_of(model) if model else []
+    rate = sum(ctx.ev.stat("request_rate", i).value or 0.0 for i in members) or None
+    node = NodeResult(
+        leaf.id,
+        leaf.question,
+        True,
+        found.verdict,
+        found.reason,
+        found.figures,
+        found.confidence,
+        found.replicas,
+        found.missing,
+        leaf.runbook,
+        leaf.parent,
+    )
+    plan = canary_plan(
+        leaf.id,
+        node=node,
+        model_name=model,
+        replicas_in_model=len(members),
+        request_rate_per_second=rate,
+        breached=objective,
+        quality_signal="prober_checks" not in ctx.ev.missing,
+    )
+    if plan is None:
+        return None
+    return {**plan.to_dict(), "text": plan.text, "yaml": plan.yaml}
+
+
+def walk_fleet(
+    fleet: Fleet,
+    *,
+    slo: Any = None,
+    at: datetime | None = None,
+    since: timedelta = DEFAULT_SINCE,
+    backend: Backend = "local",
+    model_name: str | None = None,
+) -> Walk:
+    """Walk the tree over `since` before `at` (UTC, default now) against the hour before."""
+    from triage.walk.changes import changes_in
+    from triage.walk.workload import workload_shifts
+
+    at = (at or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
+    if slo is not None and not model_name:
+        model_name = slo.model_name or None
+    window, baseline, note = windows_for(at, since, BASELINE_SPAN, _held_from(fleet, backend))
+    ev = evidence_read(
+        fleet, model_name=model_name, window=window, baseline=baseline, backend=backend
+    )
+    changes: tuple[Change, ...] = tuple(
+        c
+        for c in changes_in(
+            fleet, model_name=model_name, start=window[0], end=window[1], backend=backend
+        )
+    )
+    span = f"{_iso(window[0])} .. {_iso(window[1])} vs {_iso(baseline[0])} .. {_iso(baseline[1])}"
+    ctx = Context(ev, changes, span)
+    found = _evaluate(ctx)
+    nodes = tuple(
+        NodeResult(
+            node.id,
+            node.question,
+            node.leaf,
+            found[node.id].verdict,
+            found[node.id].reason,
+            found[node.id].figures,
+            found[node.id].confidence,
+            found[node.id].replicas,
+            found[node.id].missing,
+            node.runbook,
+            node.parent,
+        )
+        for node in NODES
+    )
+    shifts = workload_shifts(
+        fleet, model_name=model_name, window=window, baseline=baseline, backend=backend
+    )
+    workload: tuple[Figure, ...] = tuple(s.figure for s in shifts if s.changed)
+    notes = tuple(n for n in (note,) if n) + tuple(
+        f"{name} not read: {why}" for name, why in sorted(ev.missing.items())
+    )
+    breach = _breach(ctx)
+    canary = _canary(fleet, slo, ctx, breach, window, baseline, backend)
+    walk = Walk(
+        fleet=fleet.slug,
+        model_name=model_name,
+        backend=backend,
+        window=(_iso(window[0]), _iso(window[1])),
+        baseline=(_iso(baseline[0]), _iso(baseline[1])),
+        breach=breach,
+        canary=canary,
+        nodes=nodes,
+        changes=changes,
+        workload=workload,
+        queries=ev.queries,
+        thresholds=threshold_table(),
+        notes=notes,
+    )
+    return walk
