@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,14 @@ from fleetsim.fleet import FleetModel
 from fleetsim.replica import Replica
 from fleetsim.scenarios import install
 from fleetsim.server import Listener, MetricsServer, PortInUseError, text_render
-from fleetsim.targets import Slot, Target, complete_manifest, make_target, port_plan
+from fleetsim.targets import (
+    Slot,
+    Target,
+    complete_manifest,
+    hidden_run,
+    make_target,
+    port_plan,
+)
 
 if TYPE_CHECKING:  # fleetsim.history imports this module
     from fleetsim.history import History
@@ -214,10 +221,12 @@ def start_fleet(
     duration: float | None = None,
     targets: list[int] | None = None,
     dialect_of: Mapping[int, str] | None = None,
+    hide: Mapping[int, Iterable[str]] | None = None,
 ) -> Fleet:
     """Serve a simulated fleet from background threads; see fleetsim.targets for ports.
 
-    `dialect_of` gives some replicas another dialect than `dialect` ({1: "v0"}).
+    `dialect_of` gives some replicas another dialect than `dialect` ({1: "v0"}); `hide`
+    builds some without families ({0: ("vllm:num_preemptions_total",)}).
     Raises ValueError (bad options, unknown scenario) or PortInUseError before
     anything is listening, so a failed start leaves nothing behind.
     """
@@ -231,11 +240,12 @@ def start_fleet(
         seed=seed,
         epoch=time.time(),
         speed=speed,
+        hide=hide,
     )
     truth = install(model, scenario, at=at, duration=duration, targets=targets)
     run = {"replicas": replicas, "scenario": scenario, "at": at, "dialect": dialect,
            "dialect_of": {str(i): d for i, d in sorted((dialect_of or {}).items())}, "dp": dp,
-           "seed": seed, "speed": speed}  # fmt: skip
+           "seed": seed, "speed": speed, "hide": hidden_run(model)}  # fmt: skip
     fleet = _bind(model, plan, truth, run)
     fleet.serve()
     return fleet

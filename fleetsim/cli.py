@@ -64,6 +64,20 @@ def _dialect_of(text: str) -> dict[int, str]:
     return mapping
 
 
+def hide_pairs(text: str) -> dict[int, tuple[str, ...]]:
+    """`0=vllm:num_preemptions_total,0=vllm:num_requests_waiting_by_reason,2=...` -> {0: (...),
+    2: (...)}: a replica may be named more than once (names are checked with the fleet)."""
+    mapping: dict[int, tuple[str, ...]] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        index, sep, name = part.partition("=")
+        if not sep or not index.strip().isdigit() or not name.strip():
+            raise argparse.ArgumentTypeError(
+                f"expected REPLICA=FAMILY pairs like 0=vllm:num_preemptions_total not {text!r}"
+            )
+        mapping[int(index)] = (*mapping.get(int(index), ()), name.strip())
+    return mapping
+
+
 def _fleet_options(p: argparse.ArgumentParser, *, scenario: bool = True) -> None:
     p.add_argument("--replicas", type=int, required=True, help="number of vLLM replicas")
     p.add_argument("--dialect", choices=DIALECTS, default="current", help="vLLM version to mimic")
@@ -71,6 +85,9 @@ def _fleet_options(p: argparse.ArgumentParser, *, scenario: bool = True) -> None
                    help="a dialect per replica for a mixed fleet, e.g. 1=v0,2=v1-0.8 "
                    "(the others speak --dialect)")  # fmt: skip
     p.add_argument("--dp", type=int, default=1, help="data-parallel engines per replica")
+    p.add_argument("--hide", type=hide_pairs, default={}, metavar="I=FAMILY,...",
+                   help="build replica I without these families (vLLM or DCGM), e.g. "
+                   "0=vllm:num_preemptions_total; repeat I for more")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     if scenario:
         p.add_argument("--scenario", choices=list(SCENARIOS), default="steady")
@@ -171,6 +188,7 @@ def _serve(args: argparse.Namespace) -> int:
         duration=args.duration,
         targets=args.on,
         dialect_of=args.dialect_of,
+        hide=args.hide,
     )
     with fleet:
         # The manifest last: a reader waiting for it finds the file_sd already there.
@@ -224,6 +242,7 @@ def _history(args: argparse.Namespace) -> int:
         seed=args.seed,
         end=args.end,
         base_port=args.base_port,
+        hide=args.hide,
     )
     manifest = history.write_openmetrics(args.out)
     manifest_path = args.manifest or f"{args.out}.manifest.json"
@@ -244,6 +263,7 @@ def _targets(args: argparse.Namespace) -> int:
         dialect_of=args.dialect_of,
         dp=args.dp,
         seed=args.seed,
+        hide=args.hide,
     )
     slots = port_plan(args.replicas, args.base_port)
     text = json.dumps(file_sd([make_target(model, s, s.port) for s in slots]), indent=2)

@@ -63,6 +63,10 @@ class Engine:
         self.decode_steps = 0
         self.used = 0.0  # KV tokens held by running requests
         self.cache = PrefixCache()
+        # Whether any request with a priority other than 0 was ever submitted: only then
+        # does the scheduler look at priorities (all 0 is plain FCFS either way).
+        self.deprioritized = False
+        self.bumped: list[Request] = []  # preempted for a higher priority, this schedule
         self.lora_active: dict[str, int] = {}
         self.lora_cpu: OrderedDict[str, None] = OrderedDict()
         self.stall_s = 0.0  # one-off cost added to the next step (adapter loads)
@@ -76,6 +80,8 @@ class Engine:
     # -- intake -------------------------------------------------------------
 
     def submit(self, req: Request) -> None:
+        if req.priority:
+            self.deprioritized = True
         heappush(self.inbox, (req.t_engine, req.rid, req))
 
     def load(self) -> int:
@@ -139,6 +145,10 @@ class Engine:
     def _schedule(self) -> None:
         room = self.budget - self.n_dec - self.prefill_pending
         waiting, cache, bs, st = self.waiting, self.cache, self.bs, self.stats
+        if self.deprioritized and any(r.priority for r in waiting):
+            # Priority scheduling: lower values first, FCFS within one (a stable sort keeps
+            # preempted requests ahead of later arrivals of their priority).
+            self.waiting = waiting = deque(sorted(waiting, key=_priority))
         skipped: list[Request] = []
         while waiting and room > 0 and self.n_running < self.max_seqs:
             req = waiting.popleft()
@@ -166,6 +176,8 @@ class Engine:
             need = private + extra
             if self.capacity - self.used < need + self.n_dec:
                 waiting.appendleft(req)  # first come, first served: wait for space
+                if self.deprioritized and self._preempt_below(req, need):
+                    continue  # room made: look again (the freed blocks may hold its prefix)
                 break
             own = 0
             if req.generated:
@@ -197,6 +209,11 @@ class Engine:
                 self._use_adapter(req.lora)
         if skipped:
             waiting.extendleft(reversed(skipped))
+        if self.bumped:
+            # Requests preempted to admit a higher-priority one go back ahead of the others
+            # of their priority, behind every request of a higher one.
+            bumped, self.bumped = self.bumped, []
+            self.waiting = deque(sorted([*reversed(bumped), *waiting], key=_priority))
         cache.fit(self.capacity - self.used)
 
     def _compact_order(self) -> None:
@@ -232,36 +249,78 @@ class Engine:
 
     def _preempt_for(self, tokens: float) -> None:
         """Recompute preemption: evict the newest running requests until `tokens` fit."""
-        order, st = self.order, self.stats
+        order = self.order
         while self.capacity - self.used < tokens and self.n_running > 1 and order:
-            req = order.pop()
-            if req.state == PREFILL:
-                self.prefilling.remove(req)
-                self.prefill_pending -= req.remaining
-                ctx = req.prompt_total
-                computed = ctx - req.remaining
-            elif req.state == DECODE:
-                ctx = req.ctx_join + (self.decode_steps - req.join_step)
-                req.generated = ctx - req.prompt_len
-                req.epoch += 1  # its entry in the decode heap is now stale
-                self.n_dec -= 1
-                self.ctx_dec -= ctx
-                computed = ctx
-            else:
-                continue
-            self.used -= ctx - req.shared
-            if req.shared:
-                self.used -= self.cache.release(req.prefix_key, keep=True)
-            # Its computed blocks stay cached until evicted: a quick resume can reuse them.
-            self.cache.put(("p", req.rid), (computed - req.shared) // self.bs * self.bs)
-            if req.lora:
-                self._drop_adapter(req.lora)
-            req.state = WAITING
-            self.waiting.appendleft(req)
-            self.n_waiting += 1
-            self.n_running -= 1
-            st.preemptions += 1
+            req = self._victim() if self.deprioritized else order.pop()
+            if self._evict(req):
+                self.waiting.appendleft(req)
         self.cache.fit(self.capacity - self.used)
+
+    def _preempt_below(self, req: Request, need: int) -> bool:
+        """Priority scheduling (vLLM's `--scheduling-policy priority`): a waiting request
+        that finds no room for its KV blocks preempts running requests of a lower priority
+        (a higher value; the newest of the lowest first) until it fits. Whether it
+        preempted any."""
+        order, evicted = self.order, False
+        while self.capacity - self.used < need + self.n_dec:
+            victim = None
+            for i in range(len(order) - 1, -1, -1):
+                run = order[i]
+                if (
+                    run.state in (PREFILL, DECODE)
+                    and run.priority > req.priority
+                    and (victim is None or run.priority > order[victim].priority)
+                ):
+                    victim = i
+            if victim is None:
+                break
+            bumped = order.pop(victim)
+            self._evict(bumped)
+            self.bumped.append(bumped)
+            evicted = True
+        return evicted
+
+    def _evict(self, req: Request) -> bool:
+        """Preempt one running request (recompute): free its KV, back to waiting. Whether
+        it was running (`order` keeps finished requests until compacted)."""
+        st = self.stats
+        if req.state == PREFILL:
+            self.prefilling.remove(req)
+            self.prefill_pending -= req.remaining
+            ctx = req.prompt_total
+            computed = ctx - req.remaining
+        elif req.state == DECODE:
+            ctx = req.ctx_join + (self.decode_steps - req.join_step)
+            req.generated = ctx - req.prompt_len
+            req.epoch += 1  # its entry in the decode heap is now stale
+            self.n_dec -= 1
+            self.ctx_dec -= ctx
+            computed = ctx
+        else:
+            return False
+        self.used -= ctx - req.shared
+        if req.shared:
+            self.used -= self.cache.release(req.prefix_key, keep=True)
+        # Its computed blocks stay cached until evicted: a quick resume can reuse them.
+        self.cache.put(("p", req.rid), (computed - req.shared) // self.bs * self.bs)
+        if req.lora:
+            self._drop_adapter(req.lora)
+        req.state = WAITING
+        self.n_waiting += 1
+        self.n_running -= 1
+        st.preemptions += 1
+        return True
+
+    def _victim(self) -> Request:
+        """Priority scheduling preempts the running request of the highest priority value,
+        the newest of those: with every priority 0 that is the newest, as under FCFS."""
+        order = self.order
+        for i in range(len(order) - 1, -1, -1):
+            req = order[i]
+            if req.priority and req.state in (PREFILL, DECODE):
+                del order[i]
+                return req
+        return order.pop()
 
     # -- stepping ------------------------------------------------------------
 
@@ -425,3 +484,7 @@ class Engine:
                          req.prompt_len, gen, req.max_tokens))  # fmt: skip
         st.success[req.finish_reason] = st.success.get(req.finish_reason, 0) + 1
         self.on_finish(req, t)
+
+
+def _priority(req: Request) -> int:
+    return req.priority

@@ -9,7 +9,7 @@ second later) always lands in another replica's future.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import count
 
 from fleetsim.apiserver import http_families, process_families
@@ -45,6 +45,7 @@ class FleetModel:
         epoch: float = 0.0,
         speed: float = 1.0,
         max_model_len: int | None = None,
+        hide: Mapping[int, Iterable[str]] | None = None,
     ) -> None:
         check_dialects(replicas, dialect, dialect_of, dp)
         self.seed = seed
@@ -69,7 +70,7 @@ class FleetModel:
         self.replicas = [Replica(cfg, self.unix, self._on_done) for cfg in self.configs]
         for replica in self.replicas:
             replica.start(0.0)
-        self.gateway = Gateway(self.replicas, self.unix(0.0), self._on_done)
+        self.gateway = Gateway(self.replicas, self.unix(0.0), self._on_done, self.ids)
         models = []
         for cfg in self.configs:
             if cfg.model not in models:
@@ -88,6 +89,12 @@ class FleetModel:
         self._events: list[tuple[float, int, Event]] = []
         self._event_seq = count()
         self.listeners: list[Callable[[Replica], None]] = []  # told when a replica goes up/down
+        # Families some replicas are built without (an exporter or build that lacks them),
+        # by replica index; names as given, compared without a counter's `_total`.
+        self.hide: dict[int, tuple[str, ...]] = {}
+        self._hidden: dict[int, frozenset[str]] = {}
+        for index, names in sorted((hide or {}).items()):
+            self._hide(index, tuple(dict.fromkeys(names)))
 
     # -- setup ----------------------------------------------------------------
 
@@ -116,6 +123,36 @@ class FleetModel:
     def restart(self, replica: Replica, t: float, dialect: str | None = None) -> None:
         replica.start(t, dialect)
         self._notify(replica)
+
+    def _hide(self, index: int, names: tuple[str, ...]) -> None:
+        if not 0 <= index < len(self.replicas):
+            raise ValueError(
+                f"--hide names replica {index}, but the fleet has 0..{len(self.replicas) - 1}"
+            )
+        exposed = {_base(f.name) for f in self.vllm_families(index) + self.dcgm_families(index)}
+        for name in names:
+            if _base(name) not in exposed:
+                dialect = self.replicas[index].dialect
+                raise ValueError(
+                    f"--hide {index}={name}: replica {index} ({dialect}) exposes no family {name}"
+                )
+        if names:
+            self.hide[index] = names
+            self._hidden[index] = frozenset(_base(n) for n in names)
+
+    def hides(self, index: int, name: str) -> bool:
+        """Whether replica `index` is built without family `name` (a family or sample name)."""
+        hidden = self._hidden.get(index)
+        if not hidden:
+            return False
+        base = _base(name)
+        return base in hidden or any(base == h + s for h in hidden for s in _SAMPLE_SUFFIXES)
+
+    def _visible(self, index: int, families: list[Family]) -> list[Family]:
+        hidden = self._hidden.get(index)
+        if not hidden:
+            return families
+        return [f for f in families if _base(f.name) not in hidden]
 
     def _notify(self, replica: Replica) -> None:
         for listener in self.listeners:
@@ -165,20 +202,32 @@ class FleetModel:
     def _on_done(self, req: Request, t: float, outcome: str) -> None:
         for observe in self.request_observers:
             observe(req, t, outcome)
+        origin = req.origin
+        pinned = None if origin is None else origin.pinned
+        if req.client_timeout and req.finish_reason == "abort" and req.t_first < 0:
+            # The gateway gave up on this attempt before it started: it retries upstream
+            # while its policy allows, else answers 504.
+            again = self.gateway.retry_upstream(req, t)
+            if again is not None:
+                self.gateway.dispatch(again, pinned)
+                return
+            outcome = "timeout"
         self.gateway.record(req, t, outcome)
         if req.tenant == PROBER_TENANT:
-            self.prober.record(req, t, outcome, self.unix(t))
+            quality = self.replicas[req.replica].answer_quality if req.replica >= 0 else None
+            self.prober.record(req, t, outcome, self.unix(t), quality)
             return
-        origin = req.origin
         if origin is None:
             return
         nxt = None
-        if outcome in ("lost", "unavailable"):
+        if outcome in ("lost", "unavailable", "timeout", "gateway_error"):
             nxt = origin.retry(req, t)
         elif req.session is not None and outcome == "ok":
             nxt = origin.next_turn(req, t, self.replicas[req.replica].cfg.max_model_len)
+        else:
+            nxt = origin.follow_up(req, t)
         if nxt is not None:
-            self.gateway.dispatch(nxt, origin.pinned)
+            self.gateway.dispatch(nxt, pinned)
 
     # -- what each endpoint serves ---------------------------------------------
 
@@ -187,13 +236,22 @@ class FleetModel:
         out = [] if replica.multiprocess else process_families(replica, self.now)
         out += engine_families(replica, self.unix(self.now))
         created_ok = replica.dialect in NEW and not replica.multiprocess
-        return out + http_families(replica, created_ok)
+        return self._visible(index, out + http_families(replica, created_ok))
 
     def dcgm_families(self, index: int) -> list[Family]:
-        return self.dcgm[index].families()
+        return self._visible(index, self.dcgm[index].families())
 
     def gateway_families(self) -> list[Family]:
         return self.gateway.families()
 
     def prober_families(self) -> list[Family]:
         return self.prober.families()
+
+
+_SAMPLE_SUFFIXES = ("_bucket", "_count", "_sum", "_created")
+
+
+def _base(name: str) -> str:
+    """A family's name without a counter's `_total`: `vllm:num_preemptions_total` and the
+    family prometheus_client declares (`vllm:num_preemptions`) are the same family."""
+    return name.removesuffix("_total")

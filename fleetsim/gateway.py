@@ -8,6 +8,7 @@ convention (documented in fleetsim/README.md).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import count
 
 from fleetsim.families import Family
 from fleetsim.histogram import B_REQ, B_TOK, B_TTFT, Hist
@@ -16,14 +17,22 @@ from fleetsim.request import Request
 
 GATEWAY_OVERHEAD_S = 0.0008
 PREFIX = "fleetscope_gateway_"
-STATUS = {"ok": "2xx", "abort": "4xx", "rejected": "4xx", "lost": "5xx", "unavailable": "5xx"}
+STATUS = {"ok": "2xx", "abort": "4xx", "rejected": "4xx", "lost": "5xx", "unavailable": "5xx",
+          "timeout": "5xx", "gateway_error": "5xx"}  # fmt: skip
+# A retried upstream attempt goes out this long after the timeout; at least the fleet's
+# slice, so it always lands in every replica's future.
+RETRY_BACKOFF_S = 1.0
+GOLDEN = 0.6180339887  # spreads request ids evenly over [0, 1)
 
 
 class TenantStats:
-    __slots__ = ("requests", "prompt", "generation", "cached", "ttft", "tpot", "duration")
+    __slots__ = (
+        "requests", "retries", "prompt", "generation", "cached", "ttft", "tpot", "duration",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.requests: dict[str, int] = {}
+        self.retries = 0
         self.prompt = 0
         self.generation = 0
         self.cached = 0
@@ -38,9 +47,16 @@ class Gateway:
         replicas: Sequence[Replica],
         created: float,
         on_unavailable: Callable[[Request, float, str], None],
+        ids: count | None = None,
     ) -> None:
         self.replicas = list(replicas)
         self.on_unavailable = on_unavailable
+        self.ids = count(1 << 40) if ids is None else ids
+        # Configuration scenarios change, by served model name: an upstream timeout (an
+        # attempt not started by then is abandoned) with how many times to retry it, and
+        # the share of requests the gateway's own auth/config path fails with a 5xx.
+        self.upstream_policy: dict[str, tuple[float, int]] = {}
+        self.error_share: dict[str, float] = {}
         self.by_model: dict[str, list[Replica]] = {}
         for replica in replicas:
             self.by_model.setdefault(replica.cfg.model.served_name, []).append(replica)
@@ -69,6 +85,19 @@ class Gateway:
     def dispatch(self, req: Request, pinned: tuple[int, ...] | None = None) -> Replica | None:
         if req.lora:
             self.adapters.add((req.tenant, req.model, req.lora))
+        share = self.error_share.get(req.model)
+        if share and (req.rid * GOLDEN) % 1.0 < share:
+            self.on_unavailable(req, req.t_arrival, "gateway_error")  # never reaches a replica
+            return None
+        if req.attempt and not req.gateway_try:
+            self._stats(req).retries += 1  # the client's retry-count header says so
+        policy = self.upstream_policy.get(req.model)
+        if policy is not None and policy[0] < req.timeout:
+            # The engine drops a queued request whose connection closed; modelled as a
+            # shorter timeout, the engine aborts it unscheduled exactly when the gateway
+            # gives up on it.
+            req.client_timeout = req.client_timeout or req.timeout
+            req.timeout = policy[0]
         replica = self.route(req, pinned)
         if replica is None:
             self.on_unavailable(req, req.t_arrival, "unavailable")  # 503 from the gateway
@@ -76,10 +105,33 @@ class Gateway:
             replica.submit(req)
         return replica
 
-    def record(self, req: Request, t: float, outcome: str) -> None:
+    def retry_upstream(self, req: Request, t: float) -> Request | None:
+        """The gateway's next upstream attempt for `req`, whose attempt timed out unstarted
+        at `t`, or None when its policy allows no more (the client then gets a 504)."""
+        policy = self.upstream_policy.get(req.model)
+        if policy is None or req.gateway_try >= policy[1]:
+            return None
+        rid = next(self.ids)
+        again = Request(
+            rid, req.tenant, req.workload, req.model, req.handler, req.stream,
+            req.prompt_len, req.natural_len, req.max_tokens, req.abort_after,
+            req.client_timeout or req.timeout, req.prefix_key, req.prefix_len,
+            t + RETRY_BACKOFF_S, (rid * GOLDEN) % 1.0,
+        )  # fmt: skip
+        again.session, again.turn, again.lora = req.session, req.turn, req.lora
+        again.origin, again.attempt, again.probe_item = req.origin, req.attempt, req.probe_item
+        again.gateway_try = req.gateway_try + 1
+        self._stats(req).retries += 1
+        return again
+
+    def _stats(self, req: Request) -> TenantStats:
         stats = self.tenants.get((req.tenant, req.model))
         if stats is None:
             stats = self.tenants[(req.tenant, req.model)] = TenantStats()
+        return stats
+
+    def record(self, req: Request, t: float, outcome: str) -> None:
+        stats = self._stats(req)
         if outcome == "ok" and req.finish_reason == "abort":
             outcome = "abort"  # the client went away: the gateway logs a 499
         status = STATUS[outcome]
@@ -102,6 +154,12 @@ class Gateway:
             "counter",
             "Requests answered by the gateway, by tenant, model and HTTP status class.",
         )
+        retries = Family(
+            PREFIX + "retries",
+            "counter",
+            "Attempts that repeat an earlier one: client retries and the gateway's own "
+            "upstream retries.",
+        )
         counters = [
             Family(PREFIX + "prompt_tokens", "counter", "Prompt tokens of served requests."),
             Family(PREFIX + "generation_tokens", "counter", "Generated tokens of served requests."),
@@ -123,6 +181,8 @@ class Gateway:
             labels = (("model_name", model), ("tenant", tenant))
             for status, value in sorted(st.requests.items()):
                 requests.add_counter((*labels, ("status", status)), value, created)
+            if st.retries:  # born at its first increment, as a labelled child is
+                retries.add_counter(labels, st.retries, created)
             for fam, value in zip(counters, (st.prompt, st.generation, st.cached), strict=True):
                 fam.add_counter(labels, value, created)
             for fam, hist in zip(hists, (st.duration, st.ttft, st.tpot), strict=True):
@@ -134,4 +194,4 @@ class Gateway:
         )
         for tenant, model, adapter in sorted(self.adapters):
             adapters.add((("adapter", adapter), ("model_name", model), ("tenant", tenant)), 1.0)
-        return [requests, *counters, *hists, adapters]
+        return [requests, retries, *counters, *hists, adapters]

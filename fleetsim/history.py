@@ -13,7 +13,7 @@ import math
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,14 @@ from fleetsim.api import check_options
 from fleetsim.families import Family, Labels, escape, format_value
 from fleetsim.fleet import FleetModel
 from fleetsim.scenarios import install
-from fleetsim.targets import DEFAULT_BASE_PORT, Target, complete_manifest, make_target, port_plan
+from fleetsim.targets import (
+    DEFAULT_BASE_PORT,
+    Target,
+    complete_manifest,
+    hidden_run,
+    make_target,
+    port_plan,
+)
 
 SERIES_HELP_UP = "1 if the target was scraped successfully, 0 otherwise."
 
@@ -45,6 +52,7 @@ class History:
         seed: int = 0,
         end: float | None = None,
         base_port: int = DEFAULT_BASE_PORT,
+        hide: Mapping[int, Iterable[str]] | None = None,
     ) -> None:
         check_options(replicas=replicas, dialect=dialect, dp=dp, dialect_of=dialect_of)
         if not step > 0 or not hours > 0:
@@ -63,6 +71,7 @@ class History:
             dp=dp,
             seed=seed,
             epoch=self.start,
+            hide=hide,
         )
         at = span / 2 if at is None else at
         truth = install(self.model, scenario, at=at, duration=duration, targets=targets)
@@ -71,7 +80,8 @@ class History:
         ]
         run = {"replicas": replicas, "scenario": scenario, "at": at, "dialect": dialect,
                "dialect_of": {str(i): d for i, d in sorted((dialect_of or {}).items())},
-               "dp": dp, "seed": seed, "hours": hours, "step": step}  # fmt: skip
+               "dp": dp, "seed": seed, "hours": hours, "step": step,
+               "hide": hidden_run(self.model)}  # fmt: skip
         self.truth = truth
         self.run = run
         self.manifest = complete_manifest(self.model, truth, self.targets, **run)

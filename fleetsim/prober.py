@@ -54,10 +54,13 @@ class Prober:
                 t += PERIOD_S
             self.next_t[model] = t
 
-    def record(self, req: Request, t: float, outcome: str, unix: float) -> None:
+    def record(
+        self, req: Request, t: float, outcome: str, unix: float, quality: float | None = None
+    ) -> None:
+        """`quality` is that of the artifact the serving replica runs, if not the model's."""
         ok = outcome == "ok" and req.finish_reason in ("stop", "length")
         on_time = t - req.t_arrival <= DEADLINE_S
-        correct = self.difficulty[req.probe_item] < self.quality[req.model]
+        correct = self.difficulty[req.probe_item] < (quality or self.quality[req.model])
         self.results[req.model]["pass" if ok and on_time and correct else "fail"] += 1
         self.last[req.model] = unix
 

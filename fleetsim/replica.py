@@ -53,6 +53,13 @@ class Replica:
         self.mem_factor = 1.0
         self.link_factor = 1.0
         self.link_ranks: tuple[int, ...] | None = None  # the TP groups link_factor applies to
+        # Engine limits set at startup (--max-num-seqs, --max-num-batched-tokens); None keeps
+        # the deployment's. A restart with new flags keeps them, as the new flags persist.
+        self.max_num_seqs: int | None = None
+        self.max_num_batched_tokens: int | None = None
+        # Share of golden-set items this replica's model artifact answers correctly (None:
+        # the model's own quality); a bad artifact answers fewer.
+        self.answer_quality: float | None = None
         # GPU activity of processes that already exited, so DCGM counters stay monotonic.
         self.past_activity = [[0.0] * 5 for _ in range(cfg.dp)]
 
@@ -96,7 +103,7 @@ class Replica:
             req.state = DONE
         return lost
 
-    def set_knobs(self, **knobs: float | tuple[int, ...] | None) -> None:
+    def set_knobs(self, **knobs: float | int | tuple[int, ...] | None) -> None:
         for name, value in knobs.items():
             setattr(self, name, value)
         for engine in self.engines:
@@ -107,6 +114,9 @@ class Replica:
         engine.step.mem_factor = self.mem_factor
         degraded = self.link_ranks is None or engine.rank in self.link_ranks
         engine.step.link_factor = self.link_factor if degraded else 1.0
+        dep = self.cfg.deployment
+        engine.max_seqs = self.max_num_seqs or dep.max_num_seqs
+        engine.budget = self.max_num_batched_tokens or dep.max_num_batched_tokens
 
     @staticmethod
     def activity_of(engine: Engine) -> tuple[float, float, float, float, float]:

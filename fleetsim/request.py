@@ -25,7 +25,7 @@ class Request:
         "t_arrival", "t_engine", "t_sched", "t_first", "t_last_token", "t_finish",
         "target", "generated", "cached_first", "remaining", "shared", "prompt_total",
         "ctx_join", "join_step", "epoch", "state", "finish_reason", "replica",
-        "origin", "attempt",
+        "origin", "attempt", "gateway_try", "client_timeout", "priority",
     )  # fmt: skip
 
     def __init__(
@@ -83,7 +83,14 @@ class Request:
         self.finish_reason = ""
         self.replica = -1
         self.origin: Stream | None = None  # the client that sent it, which may retry it
-        self.attempt = 0
+        self.attempt = 0  # the client's attempt (0: the first)
+        self.gateway_try = 0  # the gateway's upstream attempt for this client request
+        # Non-zero when the gateway's upstream timeout shortened `timeout`: the client's own.
+        self.client_timeout = 0.0
+        # vLLM's request priority (lower first): under `--scheduling-policy priority` the
+        # scheduler admits lower values first and preempts the highest value first. Every
+        # request but a scenario's background job leaves it 0, where that policy is FCFS.
+        self.priority = 0
 
     def plan(self, max_model_len: int) -> None:
         """Fix how many tokens will be generated and why the request will stop."""

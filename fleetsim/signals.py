@@ -189,8 +189,8 @@ def signal_names(manifest: dict[str, Any]) -> set[str]:
 
 
 def instances_for(manifest: dict[str, Any], signal: dict[str, Any]) -> list[str]:
-    if signal["scope"] == "gateway":
-        return [t["instance"] for t in manifest["targets"] if t["kind"] == "gateway"]
+    if signal["scope"] in ("gateway", "prober"):
+        return [t["instance"] for t in manifest["targets"] if t["kind"] == signal["scope"]]
     kind = "dcgm" if signal["metric"].startswith("DCGM_") else "vllm"
     indices = signal.get("replicas")
     if indices is None:

@@ -153,4 +153,12 @@ def complete_manifest(
             for t in targets
         ],
         "lora_adapters_by_tenant": tenants,
+        # Families replicas were built without (`hide`): a check that needs one of them
+        # there has insufficient evidence, not a healthy reading.
+        "hidden_families": hidden_run(fleet),
     }
+
+
+def hidden_run(fleet: FleetModel) -> dict[str, list[str]]:
+    """The fleet's `hide` option as the manifest records it: replica index -> family names."""
+    return {str(i): list(names) for i, names in sorted(fleet.hide.items())}

@@ -167,6 +167,9 @@ class Stream:
         self._next: float | None = None
         self.rate_scale = 1.0  # scenarios multiply traffic through this
         self.follow_diurnal = follow_diurnal  # scenario traffic is sized for its own window
+        # A client retry policy scenarios may change: (attempts, fixed backoff s), or None
+        # for the SDK default below.
+        self.retry_policy: tuple[int, float] | None = None
         self.sessions_started = 0
 
     def rate_at(self, t: float) -> float:
@@ -205,12 +208,20 @@ class Stream:
         nxt.session, nxt.turn = session, req.turn + 1
         return nxt
 
+    def follow_up(self, req: Request, t_done: float) -> Request | None:
+        """The request an open-loop client sends because `req` ended: none (closed-loop
+        clients, which keep a number of requests in flight, override this)."""
+        return None
+
     def retry(self, req: Request, t_failed: float) -> Request | None:
         """The client's next attempt after a 5xx or a refused connection, or None."""
         limit = MAX_ATTEMPTS_AGENT if req.session is not None else MAX_ATTEMPTS
+        backoff = RETRY_BACKOFF_S * 2**req.attempt
+        if self.retry_policy is not None:
+            limit, backoff = self.retry_policy
         if req.attempt + 1 >= limit:
             return None
-        backoff = max(MIN_THINK_S, RETRY_BACKOFF_S * 2**req.attempt)
+        backoff = max(MIN_THINK_S, backoff)
         again = Request(
             next(self._ids), req.tenant, req.workload, req.model, req.handler, req.stream,
             req.prompt_len, req.natural_len, req.max_tokens, req.abort_after, req.timeout,

@@ -13,6 +13,8 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.test import Client
 
+from inventory import scraping
+
 # Redis is real in tests: CI and the project machine run it on loopback.
 TEST_REDIS_URL = os.environ.get("FLEETSCOPE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
@@ -56,3 +58,15 @@ def closed_port() -> Iterator[int]:
         sock.bind(("127.0.0.1", 0))
         # Bound but not listening: connections are refused, and no one else gets the port.
         yield sock.getsockname()[1]
+
+
+@pytest.fixture
+def requests_seen() -> Iterator[list[tuple[str, str]]]:
+    """Every outbound (method, URL) FleetScope sends while the test runs, as the outbound
+    guard sees it: read-only tests assert on it."""
+    seen: list[tuple[str, str]] = []
+    scraping.REQUEST_OBSERVERS.append(lambda method, url: seen.append((method, url)))
+    try:
+        yield seen
+    finally:
+        scraping.REQUEST_OBSERVERS.pop()

@@ -127,20 +127,17 @@ def _tree_markdown(nodes: list[TreeNode], depth: int = 0) -> list[str]:
 
 
 def canary_markdown(canary: Mapping[str, Any] | None) -> list[str]:
+    """The plan as its own text and YAML, each in a fence: verbatim (thresholds such as
+    `<= 0.025 s` stay as written) and never read as Markdown."""
     if not canary:
         return ["No canary suggested."]
-    lines = [_md(canary.get("text", "")), "", NOTHING_APPLIED, ""]
-    for name in ("leaf", "variable", "change", "scope", "duration_seconds", "min_requests", "how"):
-        if canary.get(name) not in (None, ""):
-            lines.append(f"- {name.replace('_', ' ')}: {_md(canary[name])}")
-    for name in ("success_gates", "rollback"):
-        if canary.get(name):
-            lines.append(f"- {name.replace('_', ' ')}:")
-            lines.extend(f"  - {_md(item)}" for item in canary[name])
-    if canary.get("yaml"):
-        # A fence longer than any backtick run inside keeps the YAML verbatim.
-        fence = "`" * max(3, _longest_backtick_run(str(canary["yaml"])) + 1)
-        lines.extend(["", fence + "yaml", str(canary["yaml"]).rstrip(), fence])
+    lines = [NOTHING_APPLIED]
+    for label, key in (("text", "text"), ("yaml", "yaml")):
+        body = str(canary.get(key) or "").rstrip()
+        if body:
+            # A fence longer than any backtick run inside keeps the body verbatim.
+            fence = "`" * max(3, _longest_backtick_run(body) + 1)
+            lines.extend(["", fence + label, body, fence])
     return lines
 
 

@@ -31,6 +31,7 @@ from triage.models import (
     Runbook,
     WalkRecord,
 )
+from triage.runbooks import LEAVES, runbook_slug
 from triage.webhook import AlertBatch, AlertIn, AlertPayloadError
 
 if TYPE_CHECKING:
@@ -166,17 +167,23 @@ def _json_safe(value: Any) -> Any:
 @transaction.atomic
 def incident_walk_record(incident: Incident, walk: Walk, *, author: str = "") -> WalkRecord:
     """Freeze `walk` as the incident's evidence, with a timeline line naming what it found.
-    The first walk that supports a leaf links that leaf's runbook, unless one is linked."""
+    The walk's first supported leaf links that leaf's runbook, unless a runbook of the
+    team's own (not a leaf's) is linked."""
     record = WalkRecord.objects.create(incident=incident, walk=_json_safe(walk.to_dict()))
     supported = list(walk.supported)
     found = ", ".join(supported) if supported else "no supported cause"
     _event(
         incident, EventKind.WALK, f"Walked the tree: {found}.", author=author, walk_record=record
     )
-    if incident.runbook_id is None and supported:
-        slug = walk.node(supported[0]).runbook or supported[0].replace(".", "-")
+    # The runbook follows the newest walk's cause, unless someone linked one of their own
+    # (a runbook that is not a leaf's): a later walk over the right window corrects an
+    # earlier one read too early.
+    current = incident.runbook.slug if incident.runbook is not None else None
+    leaf_runbooks = {runbook_slug(leaf) for leaf in LEAVES}
+    if supported and (current is None or current in leaf_runbooks):
+        slug = walk.node(supported[0]).runbook or runbook_slug(supported[0])
         runbook = Runbook.objects.filter(slug=slug).first()
-        if runbook is not None:
+        if runbook is not None and runbook.slug != current:
             incident.runbook = runbook
             incident.save(update_fields=["runbook"])
     return record

@@ -36,7 +36,7 @@ from inventory.catalog.index import (
     entry_for_name,
 )
 
-EndpointKind = Literal["engine", "router", "dcgm", "gateway", "other"]
+EndpointKind = Literal["engine", "router", "dcgm", "gateway", "prober", "other"]
 Dialect = Literal["current", "v1-0.10", "v1-0.8", "v0", "unknown", "not-vllm"]
 BucketGeneration = Literal["post-2025-04-07", "pre-2025-04-07", "mixed", "unknown"]
 
@@ -56,6 +56,8 @@ TOKEN_COUNT_HISTOGRAMS = (
     "vllm:request_params_max_tokens",
     "vllm:request_prefill_kv_computed_tokens",
 )
+# FleetScope's golden-set prober (fleetsim/README.md): its quality signal, not a server.
+PROBER_PREFIX = "fleetscope_prober_"
 GATEWAY_PREFIXES = (
     "inference_objective_",
     "inference_pool_",
@@ -218,7 +220,8 @@ def series_kind(labels: Mapping[str, str]) -> Literal["engine", "router"] | None
 
 
 def detect_kind(families: Sequence[FamilyLike]) -> KindReport:
-    """engine / router / dcgm / gateway / other, from names and the labels on vllm: series."""
+    """engine / router / dcgm / gateway / prober / other, from names and the labels on
+    vllm: series."""
     names = wire_names(families)
     dcgm = [n for n in names if n.startswith(DCGM_PREFIXES)]
     if dcgm:
@@ -233,6 +236,9 @@ def detect_kind(families: Sequence[FamilyLike]) -> KindReport:
                 else f"Gateway API inference-extension families: {_few(gateway)}",
             ),
         )
+    prober = [n for n in names if n.startswith(PROBER_PREFIX)]
+    if prober:
+        return KindReport("prober", (f"FleetScope golden-set prober families: {_few(prober)}",))
     kinds = [series_kind(s.labels) for s in _vllm_samples(families)]
     router_names, engine_names = names & ROUTER_ONLY_NAMES, names & ENGINE_ONLY_NAMES
     router = [f"router-only names: {_few(router_names)}"] if router_names else []
@@ -295,7 +301,7 @@ def _running_help(families: Sequence[FamilyLike]) -> str:
 def detect_dialect(families: Sequence[FamilyLike], kind: KindReport | None = None) -> DialectReport:
     """Which vLLM naming era an engine endpoint speaks; see the module docstring for the rules."""
     kind = kind or detect_kind(families)
-    if kind.kind in ("dcgm", "gateway", "router"):
+    if kind.kind in ("dcgm", "gateway", "prober", "router"):
         return DialectReport("not-vllm", (f"a {kind.kind} endpoint, not a vLLM engine",))
     names = wire_names(families)
     if kind.kind == "other":

@@ -38,6 +38,10 @@ ENTRIES: tuple[CatalogEntry, ...] = (
     _gateway("gateway_requests", "fleetscope_gateway_requests_total", type="counter",
              unit="requests", extra=("status",),
              meaning="requests answered by the gateway, by HTTP status class (2xx, 4xx, 5xx)"),
+    _gateway("gateway_retries", "fleetscope_gateway_retries_total", type="counter",
+             unit="requests",
+             meaning="attempts repeating an earlier one: client retries and the gateway's "
+                     "own upstream retries"),
     _gateway("gateway_prompt_tokens", "fleetscope_gateway_prompt_tokens_total",
              type="counter", unit="tokens", meaning="prompt tokens of served requests"),
     _gateway("gateway_generation_tokens", "fleetscope_gateway_generation_tokens_total",

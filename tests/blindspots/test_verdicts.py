@@ -199,7 +199,7 @@ def test_an_le_written_as_2_matches_only_the_replica_that_spells_it_so(db: None)
 def test_a_name_outside_the_catalog_is_expected_only_of_the_kind_that_exposes_it(
     current: Fleet,
 ) -> None:
-    [verdict] = check_selectors(current, [selector("fleetscope_prober_checks_total")])
+    [verdict] = check_selectors(current, [selector("fleetscope_prober_golden_set_size")])
 
     assert verdict.verdict == "live"
     assert len(verdict.expected) == 1

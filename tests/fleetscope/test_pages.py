@@ -31,12 +31,6 @@ def test_every_section_renders_the_navigation_for_a_logged_in_user(
     assert 'aria-current="page"' in html
 
 
-@pytest.mark.parametrize("url_name", ["triage-incident-list"])
-def test_unbuilt_sections_say_so_plainly(owner_client: Client, url_name: str) -> None:
-    html = owner_client.get(reverse(url_name)).content.decode()
-    assert "Not built yet." in html
-
-
 def test_fleet_page_without_fleets_says_no_fleet_yet(owner_client: Client) -> None:
     html = owner_client.get(reverse("dashboard-fleet-list")).content.decode()
     assert "No fleet yet." in html

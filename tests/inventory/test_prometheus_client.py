@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from devtools.prometheus import file_sd_config, running_prometheus
-from inventory import scraping
 from inventory.prometheus import (
     PrometheusBadAnswer,
     PrometheusBadQuery,
@@ -40,16 +39,6 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     base: Path = tmp_path_factory.mktemp("prom")
     with running_prometheus(file_sd_config(base, []), base / "data") as url:
         yield url
-
-
-@pytest.fixture
-def requests_seen() -> Iterator[list[tuple[str, str]]]:
-    seen: list[tuple[str, str]] = []
-    scraping.REQUEST_OBSERVERS.append(lambda method, url: seen.append((method, url)))
-    try:
-        yield seen
-    finally:
-        scraping.REQUEST_OBSERVERS.pop()
 
 
 def query_range(url: str, query: str = "up", timeout: float = 5) -> object:

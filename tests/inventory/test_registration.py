@@ -13,7 +13,6 @@ from devtools.prometheus import file_sd_config, running_prometheus
 from devtools.waiting import wait_until
 from fleetsim.api import start_fleet
 from fleetsim.targets import file_sd
-from inventory import scraping
 from inventory.models import Endpoint, Fleet, PrometheusSource
 from inventory.prometheus import READ_ONLY_PATHS, PrometheusUnavailable
 from inventory.registration import (
@@ -179,16 +178,6 @@ REFUSED_TARGET = "192.0.2.7:8000"
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusOverFleet]:
     with prometheus_over_fleet(tmp_path_factory.mktemp("prom"), seed=6) as running:
         yield running
-
-
-@pytest.fixture
-def requests_seen() -> Iterator[list[tuple[str, str]]]:
-    seen: list[tuple[str, str]] = []
-    scraping.REQUEST_OBSERVERS.append(lambda method, url: seen.append((method, url)))
-    try:
-        yield seen
-    finally:
-        scraping.REQUEST_OBSERVERS.pop()
 
 
 @pytest.mark.prometheus

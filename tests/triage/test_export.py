@@ -52,7 +52,7 @@ def test_the_walk_in_markdown_has_the_tree_figures_changes_and_canary() -> None:
     assert "- 2026-11-18 10:40 UTC restart 10.0.0.2:8000: restarted" in text
     assert "Nothing is applied by FleetScope" in text
     assert "```yaml\ncanary:\n  variable: max_num_seqs\n  from: 256\n  to: 192\n```" in text
-    assert "  - TTFT p99 above baseline x1.2 for 5 minutes" in text
+    assert "```text\nLower max_num_seqs on one replica for 30 minutes.\n```" in text
 
 
 def test_free_text_in_the_markdown_is_inert() -> None:

@@ -24,7 +24,7 @@ TREE_LEAVES = (
 METRIC = re.compile(r"\b((?:vllm:|DCGM_|http_|process_)[A-Za-z0-9_:]+)")
 
 
-def test_the_migration_seeds_one_runbook_per_leaf_under_its_slug() -> None:
+def test_one_runbook_per_leaf_is_seeded_under_its_slug() -> None:
     assert sorted(LEAVES) == sorted(TREE_LEAVES)
     slugs = set(Runbook.objects.values_list("slug", flat=True))
     assert slugs == {leaf.replace(".", "-") for leaf in TREE_LEAVES}
@@ -64,6 +64,13 @@ def test_markdown_is_rendered_inert() -> None:
     assert "<ul>\n<li>a <strong>strong</strong> point</li>\n</ul>" in html
     assert "<ol>\n<li>first</li>\n</ol>" in html
     assert "<pre><code>&lt;b&gt;kept as text&lt;/b&gt;</code></pre>" in html
+
+
+def test_an_indented_line_continues_its_list_item() -> None:
+    html = str(markdown_inert("1. Compare the clocks; if they\n   are missing, say so.\n2. Next"))
+    assert "<li>Compare the clocks; if they are missing, say so.</li>" in html
+    assert "<li>Next</li>" in html
+    assert "<p>" not in html
 
 
 def test_the_list_links_each_leaf_with_an_anchor(owner_client: Client) -> None:

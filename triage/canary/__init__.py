@@ -22,6 +22,7 @@ from triage.canary.types import (
     Duration,
     Gate,
     Knob,
+    ObjectiveKindName,
     SampleSize,
 )
 
@@ -34,6 +35,7 @@ __all__ = [
     "Duration",
     "Gate",
     "Knob",
+    "ObjectiveKindName",
     "SampleSize",
     "SideReading",
     "canary_evaluate",

@@ -30,7 +30,13 @@ def markdown_inert(text: str, *, anchor_prefix: str = "") -> SafeString:
     out: list[str] = []
     paragraph: list[str] = []
     list_tag = ""
+    item: list[str] = []  # the open list item: an indented line below it continues it
     fence: list[str] | None = None
+
+    def close_item() -> None:
+        if item:
+            out.append("<li>" + _inline(" ".join(item)) + "</li>")
+            item.clear()
 
     def close_paragraph() -> None:
         if paragraph:
@@ -39,6 +45,7 @@ def markdown_inert(text: str, *, anchor_prefix: str = "") -> SafeString:
 
     def close_list() -> None:
         nonlocal list_tag
+        close_item()
         if list_tag:
             out.append(f"</{list_tag}>")
             list_tag = ""
@@ -71,10 +78,14 @@ def markdown_inert(text: str, *, anchor_prefix: str = "") -> SafeString:
             out.append(f'<h{level} id="{anchor}">{_inline(heading.group(2))}</h{level}>')
         elif bullet := BULLET.match(line):
             open_list("ul")
-            out.append("<li>" + _inline(bullet.group(1)) + "</li>")
+            close_item()
+            item.append(bullet.group(1))
         elif numbered := NUMBERED.match(line):
             open_list("ol")
-            out.append("<li>" + _inline(numbered.group(1)) + "</li>")
+            close_item()
+            item.append(numbered.group(1))
+        elif item and line[:1].isspace() and line.strip():
+            item.append(line.strip())
         elif not line.strip():
             close_paragraph()
             close_list()

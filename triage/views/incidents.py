@@ -4,6 +4,7 @@ walk. Every page needs a login (fleetscope.middleware); every POST a CSRF token.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.contrib import messages
@@ -136,6 +137,95 @@ def _walk_context(record: WalkRecord | None) -> dict[str, Any]:
             for c in walk.get("changes") or ()
         ],
         "canary": walk.get("canary"),
+        "plan": canary_view(walk.get("canary")),
+    }
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _gate_text(gate: Any) -> str:
+    """A gate as one line: its rule (which says from how many requests on it holds)."""
+    if not isinstance(gate, Mapping):
+        return _text(gate)
+    return _text(gate.get("rule") or gate.get("name"))
+
+
+def canary_view(canary: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The stored canary plan as the page shows it: label/value rows at a glance, the
+    gates and red flags as lines, the text and the YAML. Reads the plan's contract
+    (`variable`, `scope`, `sample`, `duration` as objects) and older flat plans (strings)."""
+    if not canary:
+        return None
+    rows: list[tuple[str, str, str]] = []  # (label, value, how it was worked out)
+
+    def row(label: str, value: Any, how: Any = "") -> None:
+        if value not in (None, ""):
+            rows.append((label, _text(value), _text(how)))
+
+    row("Leaf", canary.get("leaf"))
+    row("Model", canary.get("model_name"))
+    row("Why", canary.get("evidence"))
+    objective = canary.get("objective")
+    if isinstance(objective, Mapping) and objective.get("description"):
+        good = objective.get("observed_good")
+        seen = f"; the incident window had {good * 100:.4g}%" if isinstance(good, float) else ""
+        row("Breached objective", f"{objective['description']}{seen}")
+    variable = canary.get("variable")
+    if isinstance(variable, Mapping):
+        row(
+            "Change one thing",
+            f"{_text(variable.get('name'))}: {_text(variable.get('current'))} \u2192 "
+            f"{_text(variable.get('proposed'))} ({_text(variable.get('where'))})",
+            variable.get("current_note"),
+        )
+        row("How", variable.get("action"))
+    else:
+        row("Variable", variable)
+    row("Change", canary.get("change"))
+    scope = canary.get("scope")
+    if isinstance(scope, Mapping):
+        row("Scope", scope.get("description"), scope.get("share_note"))
+    else:
+        row("Scope", scope)
+    sample = canary.get("sample")
+    if isinstance(sample, Mapping):
+        row("Sample", f"at least {_text(sample.get('requests'))} requests", sample.get("how"))
+    row("Minimum requests", canary.get("min_requests"))
+    duration = canary.get("duration")
+    if isinstance(duration, Mapping):
+        minutes = duration.get("minutes")
+        shown = f"{minutes} minutes" if minutes is not None else "until the sample is in"
+        row("Duration", shown, duration.get("how"))
+    elif canary.get("duration_seconds"):
+        row("Duration", f"{canary['duration_seconds']} s")
+    if not isinstance(variable, Mapping):
+        row("How", canary.get("how"))
+    row("Compare with", canary.get("compare"))
+    unverified = canary.get("quality_verified") is False
+
+    def gates(name: str) -> list[dict[str, Any]]:
+        # Without a prober the quality gate cannot hold: the page shows it in red.
+        return [
+            {
+                "text": _gate_text(g),
+                "unverified": unverified and isinstance(g, Mapping) and g.get("name") == "quality",
+            }
+            for g in canary.get(name) or ()
+        ]
+
+    return {
+        "rows": rows,
+        "success_gates": gates("success_gates"),
+        "rollback": gates("rollback"),
+        "red_flags": [
+            {"text": _text(f), "unverified": unverified and "quality" in _text(f).lower()}
+            for f in canary.get("red_flags") or ()
+        ],
+        "quality_unverified": unverified,
+        "text": _text(canary.get("text")),
+        "yaml": _text(canary.get("yaml")),
     }
 
 

@@ -73,6 +73,7 @@ GPU_RATE_SPECS: dict[str, tuple[str, str]] = {
 FLEET_SPECS: dict[str, tuple[str, str]] = {
     "gateway_requests": ("requests_per_second", "gateway requests by status"),
     "prober_checks": ("events_per_second", "golden-set prober checks by result"),
+    "gateway_retries": ("requests_per_second", "gateway attempts that repeat an earlier one"),
 }
 
 
@@ -103,6 +104,7 @@ def _point_spec(name: str, seconds: float) -> Spec:
             "gateway_requests", by=("status",), window_seconds=seconds
         ),
         "prober_checks": lambda: Rate("prober_checks", by=("result",), window_seconds=seconds),
+        "gateway_retries": lambda: Rate("gateway_retries", window_seconds=seconds),
     }
     return specs[name]()
 
@@ -168,6 +170,8 @@ class Evidence:
         default_factory=dict
     )
     queries: int = 0
+    # Set when the backend itself failed every query (Prometheus down, say): the reason.
+    backend_failed: str = ""
 
     def stat(self, name: str, instance: str) -> Stat:
         return self.stats.get(name, {}).get(instance, Stat(None, None))
@@ -240,6 +244,11 @@ def evidence_read(
     scope = Scope(fleet, model_name)
     results = run_queries(specs, scope=scope, window=grid, backend=backend, windows=windows)
     found.queries = len(specs)
+    # Nothing answered and the backend failed (the rest is what planning alone refused,
+    # such as metrics the fleet does not expose).
+    errors = [r for r in results.values() if r.status == "error"]
+    if errors and not any(r.has_data for r in results.values()):
+        found.backend_failed = errors[0].message or errors[0].reason
     gpu_owner = _gpu_owners(fleet)
     for name in point_names:
         w, b = results[f"{name}@w"], results[f"{name}@b"]
@@ -359,7 +368,7 @@ def _points(w: QueryResult, b: QueryResult) -> dict[str, Stat]:
 
 
 def _by_label(w: QueryResult, b: QueryResult, name: str) -> dict[str, Stat]:
-    label = "status" if name == "gateway_requests" else "result"
+    label = {"gateway_requests": "status", "prober_checks": "result"}.get(name, "")
 
     def totals(result: QueryResult) -> dict[str, float]:
         out: dict[str, float] = {}

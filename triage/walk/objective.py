@@ -6,12 +6,24 @@ sample from this (observed bad share against the allowed one).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from inventory.models import Fleet
-from queries import Backend, FractionBelow, Quantile, Scope, Window, run_queries
+from queries import (
+    Backend,
+    FractionBelow,
+    Increase,
+    Quantile,
+    QueryResult,
+    Scope,
+    Spec,
+    Window,
+    run_queries,
+)
 from triage.canary import BreachedObjective
+from triage.walk.types import Figure, Side
 
 SIDE_KINDS = {"ttft": ("ttft", "e2e"), "tpot": ("itl", "tpot", "e2e"), "availability": ("success",)}
 KEYS = {"ttft": "ttft", "itl": "itl", "tpot": "request_tpot", "e2e": "e2e"}
@@ -92,3 +104,102 @@ def breached_objective(
     return BreachedObjective(
         kind, edge, round(target, 4), good, slo=f"the baseline's own share within {edge:g} s"
     )
+
+
+SIDE_OF_KIND: dict[str, Side] = {"ttft": "ttft", "itl": "tpot", "tpot": "tpot", "e2e": "ttft",
+                "success": "availability"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SloReading:
+    """One objective over the window: the good share (lower == upper unless the threshold
+    sits between bucket edges) against its target."""
+
+    kind: str
+    target: float
+    lower: float | None
+    upper: float | None
+    figure: Figure
+
+    @property
+    def breached(self) -> bool:
+        return self.upper is not None and self.upper < self.target
+
+    @property
+    def undecided(self) -> bool:
+        """The interval straddles the target: neither met nor breached can be said."""
+        return (self.lower is not None and self.upper is not None
+                and self.lower < self.target <= self.upper)  # fmt: skip
+
+
+def slo_readings(
+    fleet: Fleet, slo: Any, window: tuple[datetime, datetime], backend: Backend
+) -> list[SloReading]:
+    """Each objective of `slo` over the window, with the requests it rests on."""
+    scope = Scope(fleet, slo.model_name or None, tuple(slo.instances) or None)
+    seconds = (window[1] - window[0]).total_seconds()
+    at = Window(window[1], window[1], 60.0)
+    specs: dict[str, Spec] = {}
+    objectives = list(slo.objectives.all())
+    for objective in objectives:
+        if objective.kind == "success":
+            specs["success"] = Increase(
+                "request_success", by=("finished_reason",), window_seconds=seconds
+            )
+        else:
+            key = KEYS[objective.kind]
+            specs[objective.kind] = FractionBelow(
+                key, objective.threshold_seconds, window_seconds=seconds
+            )
+            specs[f"{objective.kind}:count"] = Increase(key, window_seconds=seconds)
+    results = run_queries(specs, scope=scope, window=at, backend=backend)
+    readings: list[SloReading] = []
+    for objective in objectives:
+        result = results[objective.kind]
+        lower, upper, requests = _share_of(objective, slo, result, results)
+        if objective.kind == "success":
+            what = f"requests finished without {', '.join(slo.bad_finish_reasons)}"
+        else:
+            what = f"{objective.kind} <= {objective.threshold_seconds:g} s"
+        bound = ""
+        if lower is not None and upper is not None and lower != upper:
+            bound = f"between {lower:.4f} and {upper:.4f}: the threshold is between bucket edges"
+        span = f"{window[0]:%Y-%m-%dT%H:%M:%SZ} .. {window[1]:%Y-%m-%dT%H:%M:%SZ}"
+        note = "" if result.has_data else f"; {result.message or result.reason}"
+        figure = Figure(
+            name=f"slo_{objective.kind}_good_share",
+            unit="ratio",
+            value=upper if lower == upper else None,
+            threshold=f">= {objective.target:g} ({slo})",
+            source=f"share of {what} ({result.resolved_name or objective.kind}), {span}, "
+            f"{backend}{note}",
+            requests=requests,
+            bound=bound,
+        )
+        readings.append(SloReading(objective.kind, objective.target, lower, upper, figure))
+    return readings
+
+
+def _share_of(
+    objective: Any, slo: Any, result: QueryResult, results: dict[str, QueryResult]
+) -> tuple[float | None, float | None, float | None]:
+    if not result.has_data:
+        return None, None, None
+    if objective.kind == "success":
+        bad_reasons = set(slo.bad_finish_reasons)
+        total = bad = 0.0
+        for series in result.series:
+            value = series.values[-1] if series.values else None
+            if value is None:
+                continue
+            total += value
+            bad += value if series.labels.get("finished_reason") in bad_reasons else 0.0
+        share = 1.0 - bad / total if total > 0 else None
+        return share, share, total
+    values = {s.labels.get("bound", ""): s.values[-1] for s in result.series if s.values}
+    count = results[f"{objective.kind}:count"]
+    requests = next((s.values[-1] for s in count.series if s.values), None)
+    if "lower" in values or "upper" in values:
+        return values.get("lower") or 0.0, values.get("upper"), requests
+    share = values.get("")
+    return share, share, requests

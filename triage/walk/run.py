@@ -18,7 +18,7 @@ from queries import Backend
 from triage.canary import canary_plan
 from triage.walk.checks import CHECKS, Context, Outcome
 from triage.walk.evidence import Evidence, evidence_read, windows_for
-from triage.walk.objective import breached_objective
+from triage.walk.objective import SIDE_OF_KIND, SloReading, breached_objective, slo_readings
 from triage.walk.thresholds import threshold_table
 from triage.walk.tree import NODES, Node
 from triage.walk.types import Breach, Change, Figure, NodeResult, Side, Walk
@@ -27,11 +27,21 @@ DEFAULT_SINCE = timedelta(minutes=30)
 BASELINE_SPAN = timedelta(hours=1)
 SIDES: tuple[Side, ...] = ("availability", "ttft", "tpot", "quality", "inventory")
 # Nodes whose verdicts other checks read come first (version skew explains a cold restart).
-# Longer prompts explain a full KV cache, so the prefill branch is read before the queue's.
 FIRST = (
     "inventory",
     "inventory.version_skew",
+    # A replica that is down, or a GPU or link that slows everything, explains the TTFT rise
+    # on the replicas it touches, so these are read before the TTFT branch.
+    "availability",
+    "availability.replica_down",
+    "tpot",
+    "tpot.straggler",
+    "tpot.straggler.gpu_throttle",
+    "tpot.collective",
+    # Longer prompts explain a full KV cache, so the prefill branch is read before the queue.
     "ttft",
+    # Retries explain arrivals that look like load.
+    "availability.retry_storm",
     "ttft.prefill",
     "ttft.prefill.long_prompts",
     "ttft.prefill.cache_miss",
@@ -58,9 +68,9 @@ def _evaluate(ctx: Context) -> dict[str, Outcome]:
     for node in _ordered():
         parent = ctx.found.get(node.parent) if node.parent else None
         if parent is not None and parent.verdict != "supported" and node.id not in CHILD_OWN:
-            word = "not supported" if parent.verdict == "ruled_out" else "lacks evidence"
+            word = "ruled out" if parent.verdict == "ruled_out" else "without evidence"
             ctx.found[node.id] = Outcome(
-                parent.verdict, f"{node.parent} {word}: {parent.reason}", missing=parent.missing
+                parent.verdict, f"not read: {node.parent} is {word}", missing=parent.missing
             )
             continue
         ctx.found[node.id] = CHECKS[node.id](ctx)
@@ -88,23 +98,51 @@ def _evaluate(ctx: Context) -> dict[str, Outcome]:
 CHILD_OWN = frozenset({"availability.retry_storm", "availability.gateway_errors"})
 
 
-def _breach(ctx: Context) -> Breach:
+def _breach(ctx: Context, readings: list[SloReading] | None, slo: Any) -> Breach:
     found = ctx.found
     sides = [side for side in SIDES if found[side].verdict == "supported"]
     sides.sort(key=lambda s: -found[s].confidence)
+    if readings is not None:
+        return _slo_breach(ctx, readings, slo, sides)
     if not sides:
-        return Breach(
-            "none",
-            False,
+        healthy = found["healthy"]
+        text = (
             "no breach: every side is within its thresholds of its baseline"
-            if found["healthy"].verdict == "supported"
-            else found["healthy"].reason,
-            "metric",
+            if healthy.verdict == "supported"
+            else healthy.reason
         )
+        return Breach("none", False, text, "metric")
     side = sides[0]
     text = "; ".join(f"{s}: {found[s].reason}" for s in sides)
     since = _since(ctx.ev, found[side].replicas) if side == "ttft" else None
     return Breach(side, True, text, "metric", since, found[side].figures, tuple(sides))
+
+
+def _slo_breach(ctx: Context, readings: list[SloReading], slo: Any, sides: list[Side]) -> Breach:
+    """The SLO decides whether there is a breach and on which side; the metric sides
+    still say where it shows."""
+    figures = tuple(r.figure for r in readings)
+    breached = sorted((r for r in readings if r.breached), key=lambda r: (r.upper or 0) - r.target)
+    undecided = [r.kind for r in readings if r.undecided]
+    source = f"slo:{slo.slug}"
+    if not breached:
+        text = f"SLO {slo} met in the window"
+        if undecided:
+            text += f"; undecided ({', '.join(undecided)}: the interval straddles the target)"
+        return Breach("none", False, text, source, None, figures)
+    slo_sides = tuple(dict.fromkeys(SIDE_OF_KIND[r.kind] for r in breached))
+    side = slo_sides[0]
+    text = "; ".join(f"{r.kind} good share {r.upper:.4f} < target {r.target:g}" for r in breached)
+    since = _since(ctx.ev, ctx.found["ttft"].replicas) if side == "ttft" else None
+    return Breach(
+        side,
+        True,
+        f"SLO {slo} breached: {text}",
+        source,
+        since,
+        figures,
+        tuple(dict.fromkeys((*slo_sides, *sides))),
+    )
 
 
 def _since(ev: Evidence, instances: tuple[str, ...]) -> str | None:
@@ -201,6 +239,23 @@ def walk_fleet(
     ev = evidence_read(
         fleet, model_name=model_name, window=window, baseline=baseline, backend=backend
     )
+    fallback = ""
+    if backend == "prometheus" and ev.backend_failed:
+        held = _held_from(fleet, "local")
+        if held is not None and held <= window[0]:
+            fallback = (
+                f"Prometheus failed ({ev.backend_failed}): read from the embedded store, "
+                "which holds the window"
+            )
+            backend = "local"
+            ev = evidence_read(
+                fleet, model_name=model_name, window=window, baseline=baseline, backend=backend
+            )
+        else:
+            fallback = (
+                f"Prometheus failed ({ev.backend_failed}) and the embedded store does not "
+                "hold the window: nothing could be read"
+            )
     changes: tuple[Change, ...] = tuple(
         c
         for c in changes_in(
@@ -230,10 +285,11 @@ def walk_fleet(
         fleet, model_name=model_name, window=window, baseline=baseline, backend=backend
     )
     workload: tuple[Figure, ...] = tuple(s.figure for s in shifts if s.changed)
-    notes = tuple(n for n in (note,) if n) + tuple(
+    notes = tuple(n for n in (fallback, note) if n) + tuple(
         f"{name} not read: {why}" for name, why in sorted(ev.missing.items())
     )
-    breach = _breach(ctx)
+    readings = None if slo is None else slo_readings(fleet, slo, window, backend)
+    breach = _breach(ctx, readings, slo)
     canary = _canary(fleet, slo, ctx, breach, window, baseline, backend)
     walk = Walk(
         fleet=fleet.slug,

@@ -19,6 +19,7 @@ class Threshold:
     delta: float  # ... and incident - baseline at least this, in `unit`
     unit: str
     why: str
+    level: bool = False  # a level to reach (`delta`), not a rise over a reference
 
     def holds(self, value: float | None, reference: float | None) -> bool:
         """`value` rose past both the ratio and the absolute floor over `reference`."""
@@ -33,6 +34,8 @@ class Threshold:
         return reference - value >= self.delta and value * self.ratio <= reference
 
     def text(self) -> str:
+        if self.level:
+            return f">= {self.delta:g} {self.unit}"
         ratio = f"x{self.ratio:g}" if self.ratio != 1 else ""
         floor = f"{self.delta:+g} {self.unit}" if self.delta else ""
         return " and ".join(part for part in (ratio, floor) if part) or "any change"
@@ -44,12 +47,17 @@ class Threshold:
             "delta": self.delta,
             "unit": self.unit,
             "why": self.why,
+            "level": self.level,
             "text": self.text(),
         }
 
 
 def _t(key: str, ratio: float, delta: float, unit: str, why: str) -> Threshold:
     return Threshold(key, ratio, delta, unit, why)
+
+
+def _level(key: str, level: float, unit: str, why: str) -> Threshold:
+    return Threshold(key, 1.0, level, unit, why, level=True)
 
 
 THRESHOLDS: dict[str, Threshold] = {
@@ -72,16 +80,17 @@ THRESHOLDS: dict[str, Threshold] = {
         ),
         _t(
             "itl_breach",
-            1.15,
-            0.002,
+            1.3,
+            0.003,
             "seconds",
-            "mean inter-token latency up 15 % and 2 ms: a step's CPU part is ~2 ms, so smaller "
-            "moves are batch-size noise",
+            "mean inter-token latency up 30 % and 3 ms against its own baseline: a model's "
+            "batch swings with its traffic, moving ITL by up to ~26 % in an ordinary hour (a "
+            "straggler among peers is caught by itl_outlier instead)",
         ),
         _t(
             "itl_outlier",
             1.12,
-            0.002,
+            0.001,
             "seconds",
             "a replica's mean ITL this far above the median of its peers is a straggler",
         ),
@@ -92,10 +101,9 @@ THRESHOLDS: dict[str, Threshold] = {
             "seconds",
             "every replica of the model slower by at least this: the step itself grew",
         ),
-        _t(
+        _level(
             "down_share",
             0.5,
-            0.0,
             "ratio",
             "a replica missing at least half of the window's scrapes (or down at its end) is "
             "down, not restarting: a restart is back within its load time",
@@ -106,6 +114,14 @@ THRESHOLDS: dict[str, Threshold] = {
             0.02,
             "ratio",
             "gateway 4xx+5xx share of requests up threefold and 2 points",
+        ),
+        _t(
+            "retry_rate",
+            3.0,
+            0.2,
+            "requests_per_second",
+            "gateway retries tripled and +0.2/s: clients and the gateway resending what "
+            "timed out or failed",
         ),
         _t(
             "gateway_amplification",
@@ -122,25 +138,22 @@ THRESHOLDS: dict[str, Threshold] = {
             "golden-set fail share up half again and 10 points; fewer than 10 checks decide "
             "nothing",
         ),
-        _t("queue_share", 1.0, 0.5, "ratio", "queue time explains at least half of the TTFT rise"),
-        _t(
+        _level("queue_share", 0.5, "ratio", "queue time explains at least half of the TTFT rise"),
+        _level(
             "prefill_share",
-            1.0,
             0.4,
             "ratio",
             "prefill time explains at least 40 % of the TTFT rise",
         ),
-        _t(
+        _level(
             "frontend_share",
-            1.0,
             0.5,
             "ratio",
             "TTFT minus queue minus prefill explains at least half of the rise (inferred: "
             "vLLM has no tokenization metric)",
         ),
-        _t(
+        _level(
             "kv_full",
-            1.0,
             0.9,
             "ratio",
             "KV cache usage peaking at 90 % or more: admission waits for blocks",
@@ -159,9 +172,8 @@ THRESHOLDS: dict[str, Threshold] = {
             "requests",
             "requests waiting with reason=deferred (LoRA slots) doubled and at least one",
         ),
-        _t(
+        _level(
             "lora_waiting_share",
-            1.0,
             0.6,
             "ratio",
             "vllm:lora_requests_info lists waiting adapters in 60 % more of the scrapes than "
@@ -204,7 +216,12 @@ THRESHOLDS: dict[str, Threshold] = {
             "API-server CPU up 30 % and 0.05 core: the tokenizer works harder",
         ),
         _t(
-            "batch_growth", 1.2, 1.0, "requests", "running requests up 20 % and one: the batch grew"
+            "batch_growth",
+            1.5,
+            4.0,
+            "requests",
+            "running requests up half again and 4: the batch grew past an ordinary hour's "
+            "swing (natural growth reaches ~40 %)",
         ),
         _t(
             "sm_clock_drop",
@@ -238,6 +255,9 @@ THRESHOLDS: dict[str, Threshold] = {
 }
 
 
+# A prompt-mean rise must also stand this many standard errors clear of chance: a quiet
+# replica's window of a few hundred requests moves its mean by a tenth on its own.
+PROMPT_Z = 3.5
 # Evidence that rests on fewer requests than this in a window is too thin to decide.
 MIN_REQUESTS = 20.0
 # An XID above 0 in the window is evidence by itself; 74 is an NVLink error (DCGM docs).
@@ -246,6 +266,14 @@ XID_NVLINK = 74.0
 
 def threshold_table() -> tuple[dict[str, Any], ...]:
     return tuple(t.to_dict() for t in THRESHOLDS.values()) + (
+        {
+            "key": "prompt_z",
+            "ratio": 1.0,
+            "delta": PROMPT_Z,
+            "unit": "standard_errors",
+            "why": "a prompt-mean rise clear of chance at the window's request counts",
+            "text": f">= {PROMPT_Z:g} standard errors",
+        },
         {
             "key": "min_requests",
             "ratio": 1.0,

@@ -132,6 +132,10 @@ GATEWAY_TEXT = """\
 # TYPE inference_pool_ready_pods gauge
 inference_pool_ready_pods{name="llama-pool"} 3
 """
+PROBER_TEXT = """\
+# TYPE fleetscope_prober_checks counter
+fleetscope_prober_checks_total{model_name="m",result="pass"} 12.0
+"""
 NODE_TEXT = """\
 # TYPE node_load1 gauge
 node_load1 0.5
@@ -258,13 +262,25 @@ def test_dialect_edge_cases_say_what_decided_them(
         (ROUTER_TEXT, "router", "not-vllm", "router-only names: vllm:current_qps"),
         (dcgm_text(), "dcgm", "not-vllm", "1 DCGM families: DCGM_FI_DEV_GPU_UTIL"),
         (GATEWAY_TEXT, "gateway", "not-vllm", "Gateway API inference-extension families:"),
+        (PROBER_TEXT, "prober", "not-vllm", "FleetScope golden-set prober families:"),
         (HTTP_ONLY_TEXT, "other", "unknown", "only HTTP/process families: a vLLM server with"),
         (NODE_TEXT, "other", "not-vllm", "no vLLM, router, DCGM or gateway families"),
         (RAY_TEXT, "other", "unknown", "Ray-style names with '_' for ':'"),
         (ENGINE_BESIDE_ROUTER, "other", "unknown", "router and engine series mixed"),
         (SHARED_NAME_ONLY, "other", "unknown", "only vllm: names engines and routers share"),
     ],
-    ids=["engine", "router", "dcgm", "gateway", "http-only", "node", "ray", "mixed", "shared"],
+    ids=[
+        "engine",
+        "router",
+        "dcgm",
+        "gateway",
+        "prober",
+        "http-only",
+        "node",
+        "ray",
+        "mixed",
+        "shared",
+    ],
 )
 def test_endpoint_kind_is_told_from_names_and_labels(
     text: str, kind: str, dialect: str, evidence: str

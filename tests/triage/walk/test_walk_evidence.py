@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.triage.walk.scenario_walks import history_of, walk_history
+from slo.models import Objective, Slo
+from tests.triage.walk.scenario_walks import history_of, walk_history, walk_window
 from triage.walk import LEAVES
 
 
@@ -64,3 +65,36 @@ def test_the_json_contract_names_every_node_its_verdict_numbers_and_the_canary(
     assert found["canary"]["leaf"] == "tpot.straggler.gpu_throttle"
     assert found["canary"]["sample"]["requests"] > 0
     assert {t["key"] for t in found["thresholds"]} >= {"itl_outlier", "sm_clock_drop"}
+
+
+def _slo_on(model_name: str) -> Slo:
+    from inventory.models import Fleet
+
+    fleet = Fleet.objects.get()
+    slo = Slo.objects.create(fleet=fleet, slug="chat", name="chat", model_name=model_name)
+    Objective.objects.create(slo=slo, kind="ttft", threshold_seconds=2.5, target=0.95)
+    return slo
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("loopback")
+@pytest.mark.parametrize("scenario", ["kv-pressure", "steady"])
+def test_an_slo_decides_the_breach_and_sizes_the_canary(scenario: str, tmp_path: Path) -> None:
+    history = history_of(scenario, seed=0)
+    walk_history(history, tmp_path)  # loads the fleet; the SLO walk follows
+    model = next(r["model_name"] for r in history.manifest["replicas"] if r["index"] == 0)
+    slo = _slo_on(model)
+    walk = walk_window(slo.fleet, history.manifest, history, slo=slo)
+    reading = walk.breach.figures[0]
+    assert walk.breach.source == "slo:chat"
+    assert reading.name == "slo_ttft_good_share" and (reading.requests or 0) > 100
+    if scenario == "steady":
+        assert not walk.breach.found and "met" in walk.breach.description
+        assert walk.supported == ("healthy",)
+        return
+    assert walk.breach.found and walk.breach.side == "ttft"
+    assert reading.value is not None and reading.value < 0.95
+    assert walk.supported == ("ttft.queue.kv_capacity",)
+    assert walk.canary is not None
+    assert walk.canary["objective"]["kind"] == "ttft"
+    assert walk.canary["objective"]["threshold_seconds"] == 2.5

@@ -71,6 +71,11 @@ class Context:
             bound=stat.bound,
         )
 
+    def holds(self, node_id: str) -> bool:
+        """The node is supported (fleet-level nodes name no replicas, so test this)."""
+        found = self.found.get(node_id)
+        return found is not None and found.verdict == "supported"
+
     def supported(self, node_id: str) -> tuple[str, ...]:
         found = self.found.get(node_id)
         return found.replicas if found is not None and found.verdict == "supported" else ()
@@ -105,3 +110,24 @@ def confidence_past(value: float | None, reference: float | None, ratio: float) 
 
 def pick(ctx: Context, instances: Iterable[str], test: Callable[[str], bool]) -> list[str]:
     return sorted(i for i in instances if test(i))
+
+
+# Causes that slow every phase on the replicas they touch, and the leaf that names each.
+SYSTEMIC = ("tpot.collective", "tpot.straggler.gpu_throttle")
+
+
+def explained_elsewhere(ctx: Context, replicas: Iterable[str]) -> str:
+    """The leaf that already explains a TTFT rise on every one of these replicas: a failing
+    link or a throttled GPU on the replica itself, or a peer serving the same model down
+    (its traffic moved to them). "" when none does."""
+    wanted = set(replicas)
+    if not wanted:
+        return ""
+    for leaf in SYSTEMIC:
+        if wanted <= set(ctx.supported(leaf)):
+            return leaf
+    down = set(ctx.supported("availability.replica_down"))
+    down_models = {ctx.ev.models.get(i) for i in down}
+    if down and all(ctx.ev.models.get(i) in down_models for i in wanted - down):
+        return "availability.replica_down"
+    return ""

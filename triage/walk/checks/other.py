@@ -53,13 +53,13 @@ def availability(ctx: Context) -> Outcome:
 def replica_down(ctx: Context) -> Outcome:
     ev = ctx.ev
     t = THRESHOLDS["down_share"]
-    down = sorted(i for i, share in ev.down_share.items() if share >= t.ratio)
+    down = sorted(i for i, share in ev.down_share.items() if share >= t.delta)
     figures = tuple(
         Figure(
             "missed_scrape_share",
             "ratio",
             share,
-            threshold=f">= {t.ratio:g}",
+            threshold=t.text(),
             source=f"grid points with no samples, {ctx.window_text}, {ev.backend}",
             replicas=(i,),
         )
@@ -67,7 +67,7 @@ def replica_down(ctx: Context) -> Outcome:
         if share > 0
     )
     if not down:
-        brief = [i for i, share in ev.down_share.items() if 0 < share < t.ratio]
+        brief = [i for i, share in ev.down_share.items() if 0 < share < t.delta]
         reason = (
             f"{', '.join(sorted(brief))} missed scrapes briefly and came back (a restart)"
             if brief
@@ -106,26 +106,58 @@ def retry_storm(ctx: Context) -> Outcome:
             "no gateway in the fleet: retries cannot be seen",
             missing=(ev.missing["gateway_requests"],),
         )
-    t = THRESHOLDS["gateway_amplification"]
-    now, before = _amplification(ctx, "window"), _amplification(ctx, "baseline")
-    figure = Figure(
-        "gateway_requests_per_finished_request",
-        "ratio",
-        now,
-        before,
-        threshold=t.text(),
-        source=f"gateway requests / engine finished requests, {ctx.window_text}, {ev.backend}",
-    )
-    if not t.holds(now, before):
+    figures, retried = _retries(ctx)
+    if not retried:
+        return Outcome("ruled_out", "the gateway is not resending requests", figures)
+    loaded = ctx.supported("ttft")
+    if not loaded:
+        # Retries while the engines keep up are the clients answering the gateway's own
+        # failures; a storm is retries that build the engines' queue.
         return Outcome(
-            "ruled_out", "the gateway sends about one request per finished request", (figure,)
+            "ruled_out",
+            "retries rose but the engines' TTFT held: they follow gateway errors, not a storm",
+            figures,
         )
     return Outcome(
         "supported",
-        "the gateway sends more requests per finished request: retries amplify the load",
-        (figure,),
-        confidence=0.75,
+        f"retries rose and the engines queue on {', '.join(loaded)}: retries amplify the load",
+        figures,
+        loaded,
+        confidence=0.8,
     )
+
+
+def _retries(ctx: Context) -> tuple[tuple[Figure, ...], bool]:
+    """Retries from the gateway's own counter when it has one, else requests per finished
+    request (a gateway without a retry counter still shows the amplification)."""
+    ev = ctx.ev
+    retries = ev.fleet_stats.get("gateway_retries", {})
+    if "gateway_retries" not in ev.missing and retries:
+        now = sum(s.value or 0.0 for s in retries.values())
+        before = sum(s.baseline or 0.0 for s in retries.values())
+        t = THRESHOLDS["retry_rate"]
+        source = ev.sources.get("gateway_retries", "gateway retries")
+        figure = Figure(
+            "gateway_retry_rate",
+            "requests_per_second",
+            now,
+            before,
+            threshold=t.text(),
+            source=f"rate of {source}, {ctx.window_text}, {ev.backend}",
+        )
+        return (figure,), t.holds(now, before)
+    t = THRESHOLDS["gateway_amplification"]
+    sent, usual = _amplification(ctx, "window"), _amplification(ctx, "baseline")
+    figure = Figure(
+        "gateway_requests_per_finished_request",
+        "ratio",
+        sent,
+        usual,
+        threshold=t.text(),
+        source="gateway requests / engine finished requests (the gateway has no retry "
+        f"counter), {ctx.window_text}, {ev.backend}",
+    )
+    return (figure,), t.holds(sent, usual)
 
 
 def gateway_errors(ctx: Context) -> Outcome:
@@ -148,9 +180,7 @@ def gateway_errors(ctx: Context) -> Outcome:
     )
     if not t.holds(now, before):
         return Outcome("ruled_out", "the gateway's error share held", (figure,))
-    engines = [
-        side for side in ("ttft", "tpot", "availability.replica_down") if ctx.supported(side)
-    ]
+    engines = [side for side in ("ttft", "tpot", "availability.replica_down") if ctx.holds(side)]
     if (
         engines
         or ctx.found.get("availability.retry_storm", Outcome("ruled_out", "")).verdict
@@ -212,7 +242,7 @@ def artifact_regression(ctx: Context) -> Outcome:
             found.reason if found else "quality not breached",
             missing=found.missing if found else (),
         )
-    busy = [side for side in ("ttft", "tpot", "availability") if ctx.supported(side)]
+    busy = [side for side in ("ttft", "tpot", "availability") if ctx.holds(side)]
     if busy:
         return Outcome(
             "ruled_out",

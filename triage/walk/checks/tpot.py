@@ -46,6 +46,7 @@ TTFT_CAUSES = (
     "ttft.queue.lora_deferred",
     "ttft.prefill.long_prompts",
     "ttft.prefill.cache_miss",
+    "availability.retry_storm",
 )
 
 

@@ -5,8 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from triage.walk.checks.base import TEXTS, Context, Outcome, confidence_past, pick, rise
-from triage.walk.thresholds import MIN_REQUESTS, THRESHOLDS
+from triage.walk.checks.base import (
+    TEXTS,
+    Context,
+    Outcome,
+    confidence_past,
+    explained_elsewhere,
+    pick,
+    rise,
+)
+from triage.walk.thresholds import MIN_REQUESTS, PROMPT_Z, THRESHOLDS
 from triage.walk.types import Figure
 
 
@@ -114,6 +122,11 @@ def kv_capacity(ctx: Context) -> Outcome:
         return peak >= full.delta and (waiting or preempts.holds(pre.value, pre.baseline))
 
     hit = pick(ctx, queued, kv_bound)
+    cause = explained_elsewhere(ctx, hit)
+    if cause:
+        return Outcome(
+            "ruled_out", f"explained by {cause}: a slower engine holds its KV blocks longer"
+        )
     longer = set(ctx.supported("ttft.prefill.long_prompts"))
     if hit and set(hit) <= longer:
         return Outcome(
@@ -260,6 +273,11 @@ def queue_load(ctx: Context) -> Outcome:
         )
         if t.holds(now, before):
             hit.extend(i for i in rest if ev.models[i] == model)
+    cause = explained_elsewhere(ctx, hit)
+    if not cause and ctx.supported("availability.retry_storm"):
+        cause = "availability.retry_storm: the extra arrivals are retries"
+    if cause:
+        return Outcome("ruled_out", f"explained by {cause}", tuple(figures))
     if not hit:
         return Outcome(
             "ruled_out", "arrivals did not rise: the queue is not from load", tuple(figures)
@@ -379,11 +397,28 @@ def _restarted(ctx: Context, instances: Iterable[str]) -> list[str]:
 
 def _longer_prompts(ctx: Context, instances: Iterable[str]) -> list[str]:
     ev, t = ctx.ev, THRESHOLDS["prompt_tokens"]
-    return pick(
-        ctx,
-        instances,
-        lambda i: t.holds(ev.stat("prompt_mean", i).value, ev.stat("prompt_mean", i).baseline),
-    )
+
+    def longer(i: str) -> bool:
+        stat = ev.stat("prompt_mean", i)
+        return t.holds(stat.value, stat.baseline) and (prompt_rise_z(ctx, i) or 0) >= PROMPT_Z
+
+    return pick(ctx, instances, longer)
+
+
+def prompt_rise_z(ctx: Context, instance: str) -> float | None:
+    """The prompt-mean rise in standard errors. Prompt lengths are spread about as wide as
+    their mean (a coefficient of variation near 1), so the standard error of a window's
+    mean is mean / sqrt(requests): a quiet replica's 500 requests move it by 4 % by chance,
+    a busy one's 5000 by 1.4 %."""
+    ev = ctx.ev
+    stat, requests = ev.stat("prompt_mean", instance), ev.stat("requests", instance)
+    if None in (stat.value, stat.baseline, requests.value, requests.baseline):
+        return None
+    assert stat.value is not None and stat.baseline is not None
+    if not (requests.value and requests.baseline and stat.baseline > 0):
+        return None
+    error = stat.baseline * (1 / requests.value + 1 / requests.baseline) ** 0.5
+    return (stat.value - stat.baseline) / error
 
 
 def long_prompts(ctx: Context) -> Outcome:
@@ -393,12 +428,27 @@ def long_prompts(ctx: Context) -> Outcome:
     if missing:
         return Outcome("insufficient", "prompt lengths are not exposed", missing=missing)
     t = THRESHOLDS["prompt_tokens"]
-    hit = pick(
-        ctx,
-        heavy,
-        lambda i: t.holds(ev.stat("prompt_mean", i).value, ev.stat("prompt_mean", i).baseline),
+    hit = _longer_prompts(ctx, heavy)
+    figures = tuple(ctx.figure("prompt_mean", i, "prompt_tokens") for i in heavy) + tuple(
+        Figure(
+            "prompt_rise_standard_errors",
+            "standard_errors",
+            prompt_rise_z(ctx, i),
+            threshold=f">= {PROMPT_Z:g}",
+            source="(window mean - baseline mean) / (baseline mean x sqrt(1/n_window + "
+            f"1/n_baseline)), prompt lengths, {ctx.window_text}, {ev.backend}",
+            requests=ev.stat("requests", i).value,
+            replicas=(i,),
+        )
+        for i in heavy
     )
-    figures = tuple(ctx.figure("prompt_mean", i, "prompt_tokens") for i in heavy)
+    cause = explained_elsewhere(ctx, hit)
+    if cause:
+        return Outcome(
+            "ruled_out",
+            f"explained by {cause}: it slows prefill on {', '.join(hit)} whatever the prompts",
+            figures,
+        )
     if not hit:
         return Outcome(
             "ruled_out",
