@@ -25,7 +25,9 @@ BRANCHES = {
     "artifact-regression": "quality.artifact_regression",
     "hidden-straggler": "tpot.straggler.gpu_throttle",
 }
-SEEDS = (0, 1, 2)
+# Seed 0 here; the triage walk's scenario table runs seeds 0-2 of each on top of their
+# histories (tests/triage/walk), so a scenario that stops moving its signals fails there.
+SEEDS = (0,)
 
 
 @cache

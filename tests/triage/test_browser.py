@@ -225,7 +225,7 @@ def test_an_alertmanager_incident_reads_as_the_throttled_gpu_with_its_plan(scene
         assert colours["supported"] not in (None, colours["ruled_out"], colours["insufficient"])
 
         # The canary plan: the promise that nothing is applied, the one change on the
-        # throttled replica, the gates (quality unverified, in red, without a prober), and
+        # throttled replica, the gates (the prober's among them), and
         # the plan as text and as YAML behind their disclosures.
         canary = page.locator("#canary")
         expect(canary).to_contain_text(NOTHING_APPLIED)
@@ -237,7 +237,9 @@ def test_an_alertmanager_incident_reads_as_the_throttled_gpu_with_its_plan(scene
         )
         expect(summary).to_contain_text(f"at least {scene.canary['sample']['requests']} requests")
         expect(page.locator("#canary-gates li")).to_have_count(len(scene.canary["success_gates"]))
-        expect(page.locator("#canary-gates li.unverified")).to_contain_text("Quality unverified")
+        # The fleet has a golden-set prober, so quality is a gate of its own, not unverified.
+        expect(page.locator("#canary-gates li.unverified")).to_have_count(0)
+        expect(page.locator("#canary-gates")).to_contain_text("The prober's quality signal")
         assert "{" not in summary.inner_text()  # no Python reprs of the plan's objects
         text, yaml = page.locator("#canary-text"), page.locator("#canary-yaml")
         expect(text).to_be_hidden()
