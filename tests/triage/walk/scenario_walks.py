@@ -5,10 +5,12 @@ before it. The walk's answer is compared with the manifest, not with another bac
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from fleetsim.history import History
 from inventory.history import history_import
@@ -109,3 +111,19 @@ def assert_walk_reaches_the_manifest_branch(history: History, tmp_path: Path) ->
     expected = history.manifest["expected_triage_branch"]
     assert walk.supported == (expected,), walk.node(expected).reason
     assert walk.breach.found is (expected != "healthy")
+
+
+def table_test(*, seed: int, **history_options: Any) -> Callable[..., None]:
+    """The table's test for one seed and dialect setting, one row per scenario: each table
+    file holds one, so parallel workers share the table evenly."""
+
+    @pytest.mark.django_db
+    @pytest.mark.parametrize("scenario", TABLE_SCENARIOS)
+    def test_the_walk_supports_exactly_the_manifest_branch(
+        scenario: str, tmp_path: Path, settings: Any
+    ) -> None:
+        settings.FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK = True
+        history = history_of(scenario, seed=seed, **history_options)
+        assert_walk_reaches_the_manifest_branch(history, tmp_path)
+
+    return test_the_walk_supports_exactly_the_manifest_branch
