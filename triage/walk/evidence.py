@@ -13,125 +13,23 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from inventory.gpus import fleet_gpus
 from inventory.models import Fleet
-from queries import (
-    Backend,
-    Gauge,
-    Increase,
-    Mean,
-    Quantile,
-    QueryResult,
-    Rate,
-    Ratio,
-    Scope,
-    Spec,
-    Window,
-    run_queries,
+from queries import Backend, QueryResult, Scope, Spec, Window, run_queries
+from triage.walk.lora import LORA_INFO, lora_wait_shares
+from triage.walk.specs import (
+    FLEET_SPECS,
+    GPU_RATE_SPECS,
+    GPU_SPECS,
+    POINT_SPECS,
+    SERIES_SPECS,
+    point_spec,
+    series_spec,
 )
-
-# What each point statistic reads: (spec builder, unit, source text).
-POINT_SPECS: dict[str, tuple[str, str]] = {
-    "ttft_mean": ("seconds", "mean of the TTFT histogram"),
-    "ttft_p95": ("seconds", "p95 of the TTFT histogram (bucket-interpolated)"),
-    "queue_mean": ("seconds", "mean engine queue time"),
-    "prefill_mean": ("seconds", "mean prefill time"),
-    "itl_mean": ("seconds", "mean inter-token latency"),
-    "tpot_mean": ("seconds", "mean per-request time per output token"),
-    "requests": ("requests", "requests finished (increase of the success counter)"),
-    "request_rate": ("requests_per_second", "rate of finished requests"),
-    "prompt_mean": ("tokens", "mean prompt length"),
-    "output_mean": ("tokens", "mean output length"),
-    "step_tokens": ("tokens", "mean tokens per engine step"),
-    "preemptions": ("events_per_second", "rate of preemptions"),
-    "cpu_rate": ("cpu_seconds_per_second", "API-server process CPU rate"),
-    "prefix_ratio": ("ratio", "prefix-cache hits / queries"),
-}
-SERIES_SPECS: dict[str, tuple[str, str]] = {
-    "running": ("requests", "running requests (gauge)"),
-    "waiting": ("requests", "waiting requests (gauge)"),
-    "waiting_capacity": ("requests", "waiting requests with reason=capacity (gauge)"),
-    "waiting_deferred": ("requests", "waiting requests with reason=deferred (gauge)"),
-    "kv_usage": ("ratio", "KV cache usage (gauge, peak over engines)"),
-    "prefix_hit_rate": ("ratio", "V0 prefix-cache hit rate (gauge)"),
-    "ttft_trend": ("seconds", "mean TTFT over each grid step"),
-    "prefix_trend": ("ratio", "prefix-cache hits / queries over each grid step"),
-}
-GPU_SPECS: dict[str, tuple[str, str]] = {
-    "sm_clock": ("MHz", "DCGM_FI_DEV_SM_CLOCK, mean over the replica's GPUs"),
-    "power": ("watts", "DCGM_FI_DEV_POWER_USAGE, mean over the replica's GPUs"),
-    "xid": ("none", "DCGM_FI_DEV_XID_ERRORS, last XID seen on any of the replica's GPUs"),
-    "pcie_tx": ("bytes_per_second", "DCGM_FI_PROF_PCIE_TX_BYTES, mean over the GPUs"),
-}
-GPU_RATE_SPECS: dict[str, tuple[str, str]] = {
-    "nvlink": ("bytes_per_second", "rate of DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, summed"),
-}
-FLEET_SPECS: dict[str, tuple[str, str]] = {
-    "gateway_requests": ("requests_per_second", "gateway requests by status"),
-    "prober_checks": ("events_per_second", "golden-set prober checks by result"),
-    "gateway_retries": ("requests_per_second", "gateway attempts that repeat an earlier one"),
-}
-
-
-def _point_spec(name: str, seconds: float) -> Spec:
-    by = ("instance",)
-    specs: dict[str, Callable[[], Spec]] = {
-        "ttft_mean": lambda: Mean("ttft", by=by, window_seconds=seconds),
-        "ttft_p95": lambda: Quantile("ttft", 0.95, by=by, window_seconds=seconds),
-        "queue_mean": lambda: Mean("queue_time", by=by, window_seconds=seconds),
-        "prefill_mean": lambda: Mean("prefill_time", by=by, window_seconds=seconds),
-        "itl_mean": lambda: Mean("itl", by=by, window_seconds=seconds),
-        "tpot_mean": lambda: Mean("request_tpot", by=by, window_seconds=seconds),
-        "requests": lambda: Increase("request_success", by=by, window_seconds=seconds),
-        "request_rate": lambda: Rate("request_success", by=by, window_seconds=seconds),
-        "prompt_mean": lambda: Mean("prompt_len", by=by, window_seconds=seconds),
-        "output_mean": lambda: Mean("output_len", by=by, window_seconds=seconds),
-        "step_tokens": lambda: Mean("iteration_tokens", by=by, window_seconds=seconds),
-        "preemptions": lambda: Rate("preemptions", by=by, window_seconds=seconds),
-        "cpu_rate": lambda: Rate("process_cpu", by=by, window_seconds=seconds),
-        "prefix_ratio": lambda: Ratio(
-            Rate("prefix_hits", by=by, window_seconds=seconds),
-            Rate("prefix_queries", by=by, window_seconds=seconds),
-        ),
-        "nvlink": lambda: Rate(
-            "gpu_nvlink_bandwidth", by=("instance", "gpu"), window_seconds=seconds
-        ),
-        "gateway_requests": lambda: Rate(
-            "gateway_requests", by=("status",), window_seconds=seconds
-        ),
-        "prober_checks": lambda: Rate("prober_checks", by=("result",), window_seconds=seconds),
-        "gateway_retries": lambda: Rate("gateway_retries", window_seconds=seconds),
-    }
-    return specs[name]()
-
-
-def _series_spec(name: str, step: float) -> Spec:
-    by = ("instance",)
-    # Trends use a rate window of two grid steps: short enough to see a dip, long
-    # enough to hold a few scrapes at a 15-30 s interval.
-    trend = max(2 * step, 60.0)
-    specs: dict[str, Spec] = {
-        "ttft_trend": Mean("ttft", by=by, window_seconds=trend),
-        "prefix_trend": Ratio(
-            Rate("prefix_hits", by=by, window_seconds=trend),
-            Rate("prefix_queries", by=by, window_seconds=trend),
-        ),
-        "running": Gauge("running", by=by),
-        "waiting": Gauge("waiting", by=by),
-        "waiting_capacity": Gauge("waiting_by_reason", by=by, match={"reason": "capacity"}),
-        "waiting_deferred": Gauge("waiting_by_reason", by=by, match={"reason": "deferred"}),
-        "kv_usage": Gauge("kv_usage", agg="max", by=by),
-        "prefix_hit_rate": Gauge("prefix_hit_rate", agg="avg", by=by),
-        "sm_clock": Gauge("gpu_sm_clock", agg="avg", by=("instance", "gpu")),
-        "power": Gauge("gpu_power", agg="avg", by=("instance", "gpu")),
-        "xid": Gauge("gpu_xid", agg="max", by=("instance", "gpu")),
-        "pcie_tx": Gauge("gpu_pcie_tx", agg="avg", by=("instance", "gpu")),
-    }
-    return specs[name]
 
 
 @dataclass(frozen=True)
@@ -237,10 +135,10 @@ def evidence_read(
     windows: dict[str, Window] = {}
     point_names = [*POINT_SPECS, *GPU_RATE_SPECS, *FLEET_SPECS]
     for name in point_names:
-        specs[f"{name}@w"], windows[f"{name}@w"] = _point_spec(name, seconds_w), at_w
-        specs[f"{name}@b"], windows[f"{name}@b"] = _point_spec(name, max(seconds_b, 60.0)), at_b
+        specs[f"{name}@w"], windows[f"{name}@w"] = point_spec(name, seconds_w), at_w
+        specs[f"{name}@b"], windows[f"{name}@b"] = point_spec(name, max(seconds_b, 60.0)), at_b
     for name in (*SERIES_SPECS, *GPU_SPECS):
-        specs[name] = _series_spec(name, step)
+        specs[name] = series_spec(name, step)
     scope = Scope(fleet, model_name)
     results = run_queries(specs, scope=scope, window=grid, backend=backend, windows=windows)
     found.queries = len(specs)
@@ -270,68 +168,12 @@ def evidence_read(
         _note(found, name, results[name])
         found.stats[name] = _gpu_series(results[name], window, baseline, gpu_owner, name)
     _availability(found, results["running"], window)
-    _lora_waits(found, fleet)
+    if backend == "local":
+        shares = lora_wait_shares(fleet, found.models, window, baseline)
+        found.stats["lora_waiting"] = {i: Stat(*pair) for i, pair in shares.items()}
+    else:
+        found.missing["lora_waiting"] = f"{LORA_INFO} label history is read from the store only"
     return found
-
-
-LORA_INFO = "vllm:lora_requests_info"
-
-
-def _adapters(text: str | None) -> set[str]:
-    return {a for a in (text or "").split(",") if a}
-
-
-def _slot_wait(labels: Mapping[str, str]) -> bool:
-    """An adapter waits for a slot, not merely in the queue: every slot is taken and a
-    waiting adapter is not among the running ones (a queue of requests for loaded
-    adapters is load, not LoRA churn)."""
-    running = _adapters(labels.get("running_lora_adapters"))
-    waiting = _adapters(labels.get("waiting_lora_adapters"))
-    try:
-        slots = int(float(labels.get("max_lora", "")))
-    except ValueError:
-        return False
-    return len(running) >= slots > 0 and bool(waiting - running)
-
-
-def _lora_waits(found: Evidence, fleet: Fleet) -> None:
-    """The share of each window's scrapes in which `vllm:lora_requests_info` shows an
-    adapter waiting for a slot: LoRA slot waits on versions without `waiting_by_reason`.
-    The adapters are label values, so this reads the store's layouts over time (the
-    embedded store only)."""
-    if found.backend != "local":
-        found.missing["lora_waiting"] = (
-            f"{LORA_INFO} label history is read from the embedded store only"
-        )
-        return
-    from inventory.selectors import scope_endpoints
-    from inventory.store import layout_runs
-
-    ids = {
-        e.endpoint_id: e.instance
-        for e in scope_endpoints(fleet=fleet)
-        if e.instance in found.models
-    }
-    runs = layout_runs(endpoint_ids=list(ids), start=found.baseline[0], end=found.window[1])
-    shares: dict[str, Stat] = {}
-    for endpoint_id, spans in runs.items():
-        counts = {"window": [0, 0], "baseline": [0, 0]}
-        lora = False
-        for run in spans:
-            waiting = False
-            for name, labels in run.series:
-                if name.startswith(LORA_INFO):
-                    lora = True
-                    waiting = waiting or _slot_wait(labels)
-            part = "window" if run.first_at >= found.window[0] else "baseline"
-            counts[part][0] += run.frames * waiting
-            counts[part][1] += run.frames
-        if lora:
-            shares[ids[endpoint_id]] = Stat(
-                counts["window"][0] / counts["window"][1] if counts["window"][1] else None,
-                counts["baseline"][0] / counts["baseline"][1] if counts["baseline"][1] else None,
-            )
-    found.stats["lora_waiting"] = shares
 
 
 def _note(found: Evidence, name: str, result: QueryResult) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from triage.walk.checks import other, tpot, ttft
+from triage.walk.checks import other, prefill, tpot, ttft
 from triage.walk.checks.base import Context, Outcome
 
 CHECKS: dict[str, Callable[[Context], Outcome]] = {
@@ -14,9 +14,9 @@ CHECKS: dict[str, Callable[[Context], Outcome]] = {
     "ttft.queue.lora_deferred": ttft.lora_deferred,
     "ttft.queue.load": ttft.queue_load,
     "ttft.frontend": ttft.frontend,
-    "ttft.prefill": ttft.ttft_prefill,
-    "ttft.prefill.long_prompts": ttft.long_prompts,
-    "ttft.prefill.cache_miss": ttft.cache_miss,
+    "ttft.prefill": prefill.ttft_prefill,
+    "ttft.prefill.long_prompts": prefill.long_prompts,
+    "ttft.prefill.cache_miss": prefill.cache_miss,
     "tpot": tpot.tpot,
     "tpot.step_work": tpot.step_work,
     "tpot.preemption": tpot.preemption,

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from triage.walk.evidence import GPU_SPECS, POINT_SPECS, SERIES_SPECS, Evidence, Stat
+from triage.walk.evidence import Evidence, Stat
+from triage.walk.specs import GPU_SPECS, POINT_SPECS, SERIES_SPECS
 from triage.walk.thresholds import THRESHOLDS
 from triage.walk.types import Change, Figure, Verdict
 
