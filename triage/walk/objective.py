@@ -6,6 +6,7 @@ sample from this (observed bad share against the allowed one).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -30,25 +31,29 @@ KEYS = {"ttft": "ttft", "itl": "itl", "tpot": "request_tpot", "e2e": "e2e"}
 BASELINE_TARGET = 0.95  # without an SLO: the baseline's p95 edge, and the share met there
 
 
-def _good(
-    fleet: Fleet,
+def _good_shares(
     scope: Scope,
     key: str,
     le: float,
-    window: tuple[datetime, datetime],
+    spans: Mapping[str, tuple[datetime, datetime]],
     backend: Backend,
-) -> float | None:
-    seconds = (window[1] - window[0]).total_seconds()
-    at = Window(window[1], window[1], 60.0)
-    found = run_queries(
-        {"good": FractionBelow(key, le, window_seconds=seconds)},
-        scope=scope,
-        window=at,
-        backend=backend,
-    )["good"]
-    values = [v for s in found.series for v in s.values[-1:] if v is not None]
-    # Bounds when `le` is not a bucket edge: the lower one, so a breach is never overstated.
-    return min(values) if values else None
+) -> dict[str, float | None]:
+    """The share of observations within `le` over each span, in one read of the backend
+    (the baseline's and the window's share of a no-SLO objective come together)."""
+    specs: dict[str, Spec] = {
+        name: FractionBelow(key, le, window_seconds=(end - start).total_seconds())
+        for name, (start, end) in spans.items()
+    }
+    windows = {name: Window(end, end, 60.0) for name, (_, end) in spans.items()}
+    any_window = next(iter(windows.values()))
+    found = run_queries(specs, scope=scope, window=any_window, backend=backend, windows=windows)
+    shares: dict[str, float | None] = {}
+    for name, result in found.items():
+        values = [v for s in result.series for v in s.values[-1:] if v is not None]
+        # Bounds when `le` is not a bucket edge: the lower one, so a breach is never
+        # overstated.
+        shares[name] = min(values) if values else None
+    return shares
 
 
 def breached_objective(
@@ -68,9 +73,9 @@ def breached_objective(
         for objective in slo.objectives.all():
             if objective.kind not in SIDE_KINDS[side] or objective.kind == "success":
                 continue
-            good = _good(
-                fleet, scope, KEYS[objective.kind], objective.threshold_seconds, window, backend
-            )
+            good = _good_shares(
+                scope, KEYS[objective.kind], objective.threshold_seconds, {"w": window}, backend
+            )["w"]
             if good is not None and good < objective.target:
                 return BreachedObjective(
                     objective.kind,
@@ -97,8 +102,8 @@ def breached_objective(
     # The bucket edge holding the baseline's p95, and the share the baseline met at it:
     # "what this fleet delivered the hour before", measured at a real edge (no interpolation).
     edge = max(edges)
-    target = _good(fleet, scope, KEYS[kind], edge, baseline, backend)
-    good = _good(fleet, scope, KEYS[kind], edge, window, backend)
+    shares = _good_shares(scope, KEYS[kind], edge, {"b": baseline, "w": window}, backend)
+    target, good = shares["b"], shares["w"]
     if good is None or target is None or not 0 < target < 1 or good >= target:
         return None
     return BreachedObjective(
