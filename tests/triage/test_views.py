@@ -13,6 +13,7 @@ from django.test import Client
 from tests.triage.factories import HOSTILE, a_fleet, a_walk, an_incident, walk_substituted
 from triage.incidents import incident_note, incident_resolve, incident_walk_record
 from triage.models import Incident, IncidentStatus
+from triage.walk.thresholds import threshold_table
 from triage.walk.types import NodeResult
 
 pytestmark = pytest.mark.django_db
@@ -176,3 +177,11 @@ def test_a_walk_that_finds_the_fleet_healthy_says_no_cause_was_found(
     page = owner_client.get(f"/incidents/{incident.pk}/").content.decode()
     assert "No cause found: every side the walk could read is within its baseline" in page
     assert "Cause found:" not in page
+
+
+def test_the_detail_shows_the_thresholds_the_walk_used(owner_client: Client) -> None:
+    incident = an_incident(a_fleet(), started_at=None)
+    incident_walk_record(incident, replace(a_walk(), thresholds=threshold_table()))
+    page = owner_client.get(f"/incidents/{incident.pk}/").content.decode()
+    assert 'id="thresholds"' in page
+    assert "<td>kv_full</td><td>&gt;= 0.9 ratio</td>" in page
