@@ -20,7 +20,8 @@ VERDICTS: dict[str, tuple[str, str]] = {
     "insufficient": ("insufficient evidence", "verdict-insufficient"),
 }
 FIGURE_COLUMNS = (
-    "value", "baseline", "peers", "threshold", "source", "requests", "replicas", "bound",
+    "value", "baseline", "day_before", "peers", "threshold", "source", "requests", "replicas",
+    "bound",
 )  # fmt: skip
 NOTHING_APPLIED = "Nothing is applied by FleetScope: this plan is for a person to run."
 MISSING = "—"
@@ -44,6 +45,7 @@ def figure_row(figure: Mapping[str, Any]) -> dict[str, str]:
         "unit": unit,
         "value": number_text(figure.get("value"), unit),
         "baseline": number_text(figure.get("baseline"), unit),
+        "day_before": number_text(figure.get("day_before"), unit),
         "peers": number_text(figure.get("peers"), unit),
         "threshold": str(figure.get("threshold") or MISSING),
         "source": str(figure.get("source") or MISSING),
@@ -103,10 +105,12 @@ def _figures_markdown(figures: Iterable[Mapping[str, Any]], indent: str) -> list
     rows = [figure_row(f) for f in figures]
     if not rows:
         return []
-    head = ["figure", *FIGURE_COLUMNS]
+    # A walk that did not read the day before has no column of dashes for it.
+    columns = [c for c in FIGURE_COLUMNS if c != "day_before" or any(r[c] != MISSING for r in rows)]
+    head = ["figure", *columns]
     lines = ["", indent + "| " + " | ".join(head) + " |", indent + "|" + "---|" * len(head)]
     for row in rows:
-        cells = [row["name"], *(row[c] for c in FIGURE_COLUMNS)]
+        cells = [row["name"], *(row[c] for c in columns)]
         lines.append(indent + "| " + " | ".join(_md(c) for c in cells) + " |")
     return [*lines, ""]
 
@@ -160,7 +164,13 @@ def walk_markdown(walk: Mapping[str, Any]) -> str:
         f"backend {_md(walk.get('backend'))}, {walk.get('queries', 0)} queries.",
         f"Window {utc_text_of_iso(window.get('start'))} to {utc_text_of_iso(window.get('end'))}; "
         f"baseline {utc_text_of_iso(baseline.get('start'))} to "
-        f"{utc_text_of_iso(baseline.get('end'))}.",
+        f"{utc_text_of_iso(baseline.get('end'))}"
+        + (
+            f"; the same window a day earlier {utc_text_of_iso(day['start'])} to "
+            f"{utc_text_of_iso(day['end'])}."
+            if (day := walk.get("day_before"))
+            else "."
+        ),
         "",
         f"Breach ({_md(breach.get('side', 'none'))}): {_md(breach.get('description', ''))}"
         + (f" Since {utc_text_of_iso(breach['since'])}." if breach.get("since") else ""),
@@ -186,6 +196,12 @@ def walk_markdown(walk: Mapping[str, Any]) -> str:
     ]
     if walk.get("notes"):
         lines.extend(["", "Notes:", *(f"- {_md(n)}" for n in walk["notes"])])
+    charts = [str(c.get("name")) for c in walk.get("charts") or ()]
+    if charts:
+        lines.extend(
+            ["", f"Charts frozen with this walk (their series are in evidence.json): "
+             f"{_md(', '.join(charts))}."]
+        )  # fmt: skip
     return "\n".join(lines)
 
 

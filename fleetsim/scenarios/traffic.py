@@ -205,6 +205,19 @@ def step_work(fleet: FleetModel, targets: list[int], at: float, duration: float)
 # seed 0 and 0.55/0.6 seed 0 collapse into recompute thrash (re-admitted job sequences
 # recompute their contexts, fill the token budget and are preempted again: TTFT 0.2-3.7 s).
 # A 1 % admission watermark (vLLM V0's) did not help (seed 0: +916 ms peaks).
+# Why it collapses (the walk's histories, 10:50 UTC): while KV sits at 100 % the
+# interactive prefix cache is evicted (hit ratio 70 % -> 10-18 %, interactive prefill
+# 3-4k -> 11-14k tokens/s) and preempted job sequences ping-pong (resumed when an
+# interactive request frees room, preempted again: 10-12k tokens/s of recompute); steps go
+# from ~28 to 50-100 ms and the interactive traffic's own KV triples, so the overload
+# sustains itself. That traffic's KV also swings by +-10 % of the cache within seconds
+# (mean 6 % at 03:00 to 20 % at 14:00), so the size of an overflow cannot be aimed at.
+# Also tried, none robust: vLLM V1's victim order (priority, arrival_time) -> identical;
+# in-phase starts (sigma 0.1/0.05) -> collapse at the first peak; chunked waves (the client
+# waits for a chunk of 30-45 % of max_num_seqs, sent over 8 s, answers of near-equal
+# length, sized to the KV minus the hour's estimated interactive KV) -> at best the
+# signals hold in 7 of the 8 test settings but 6 of 10 other seeds, 60 s TTFT peaks
+# 136-460 ms; tail-first eviction of a preempted request's cached blocks (V1) helps little.
 PREEMPT_CONCURRENCY = 0.4
 PREEMPT_KV_FILL = 0.6
 PREEMPT_SIGMA = 0.3

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -250,6 +251,18 @@ def test_an_alertmanager_incident_reads_as_the_throttled_gpu_with_its_plan(scene
         page.locator("#canary-yaml-details summary").click()
         expect(yaml).to_be_visible()
         assert yaml.inner_text().strip() == scene.canary["yaml"].strip()
+
+        # The series behind the figures, frozen with the walk: the throttled replica's SM
+        # clock among the lines, the axis in UTC although the browser is in New York.
+        expect(page.locator("#charts [data-chart][data-drawn=true]").first).to_be_visible()
+        clock = page.locator("[data-chart='chart-sm_clock']")
+        names = clock.evaluate("plot => plot.data.map(trace => trace.name)")
+        assert set(scene.replicas) <= set(names), names
+        end = clock.evaluate("plot => plot.layout.xaxis.range[1]")
+        shown = datetime.fromisoformat(str(end)[:19]).replace(tzinfo=UTC)
+        window_end = datetime.strptime(scene.window_end, "%Y-%m-%d %H:%M UTC").replace(tzinfo=UTC)
+        assert abs((shown - window_end).total_seconds()) <= 120, (end, scene.window_end)
+        page.locator("#charts").screenshot(path=screenshot_path("triage-incident-charts"))
 
         # What changed, the alert's labels, the timeline of both walks.
         expect(page.locator("#changes h2")).to_have_text("What changed")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from django.test import Client
 
@@ -14,6 +16,7 @@ from triage.export import (
     walk_tree,
 )
 from triage.incidents import incident_note, incident_walk_record
+from triage.walk.types import Chart
 
 
 def test_the_tree_nests_nodes_by_parent_and_keeps_orphans_as_roots() -> None:
@@ -53,6 +56,29 @@ def test_the_walk_in_markdown_has_the_tree_figures_changes_and_canary() -> None:
     assert "Nothing is applied by FleetScope" in text
     assert "```yaml\ncanary:\n  variable: max_num_seqs\n  from: 256\n  to: 192\n```" in text
     assert "```text\nLower max_num_seqs on one replica for 30 minutes.\n```" in text
+
+
+def test_the_markdown_adds_the_day_before_and_names_the_frozen_charts_when_the_walk_has_them() -> (
+    None
+):
+    walk = a_walk()
+    kv = walk.node("ttft.queue.kv_capacity")
+    with_day = replace(kv, figures=(replace(kv.figures[0], day_before=0.58),))
+    chart = Chart(
+        "kv_usage", "ratio", "KV cache usage", (1.0, 2.0), (("10.0.0.1:8000", (0.5, None)),)
+    )
+    walk = replace(
+        walk,
+        nodes=tuple(with_day if n.id == kv.id else n for n in walk.nodes),
+        day_before=("2026-11-17T10:30:00Z", "2026-11-17T11:00:00Z"),
+        charts=(chart,),
+    )
+    text = walk_markdown(walk.to_dict())
+    assert "the same window a day earlier 2026-11-17 10:30 UTC to 2026-11-17 11:00 UTC." in text
+    assert "| figure | value | baseline | day_before | peers |" in text
+    assert "| kv_cache_usage | 0.97 | 0.61 | 0.58 | 0.95 |" in text
+    assert "Charts frozen with this walk (their series are in evidence.json): kv_usage." in text
+    assert walk.to_dict()["charts"][0]["series"] == [{"replica": "10.0.0.1:8000", "v": [0.5, None]}]
 
 
 def test_free_text_in_the_markdown_is_inert() -> None:

@@ -14,7 +14,7 @@ from tests.triage.factories import HOSTILE, a_fleet, a_walk, an_incident, walk_s
 from triage.incidents import incident_note, incident_resolve, incident_walk_record
 from triage.models import Incident, IncidentStatus
 from triage.walk.thresholds import threshold_table
-from triage.walk.types import NodeResult
+from triage.walk.types import Chart, NodeResult
 
 pytestmark = pytest.mark.django_db
 
@@ -185,3 +185,42 @@ def test_the_detail_shows_the_thresholds_the_walk_used(owner_client: Client) -> 
     page = owner_client.get(f"/incidents/{incident.pk}/").content.decode()
     assert 'id="thresholds"' in page
     assert "<td>kv_full</td><td>&gt;= 0.9 ratio</td>" in page
+
+
+def test_the_detail_draws_the_frozen_series_and_the_day_before_beside_the_baseline(
+    owner_client: Client,
+) -> None:
+    chart = Chart(
+        "kv_usage",
+        "ratio",
+        "KV cache usage (gauge) (vllm:kv_cache_usage_perc)",
+        (1_795_000_000.0, 1_795_000_030.0),
+        (("10.0.0.1:8000", (0.61, None)), (HOSTILE, (0.5, 0.52))),
+    )
+    walk = a_walk()
+    kv = walk.node("ttft.queue.kv_capacity")
+    with_day = replace(kv, figures=(replace(kv.figures[0], day_before=0.58),))
+    walk = replace(
+        walk,
+        nodes=tuple(with_day if n.id == kv.id else n for n in walk.nodes),
+        day_before=("2026-11-17T10:12:00Z", "2026-11-17T10:42:00Z"),
+        charts=(chart,),
+    )
+    incident = an_incident(a_fleet())
+    incident_walk_record(incident, walk)
+    page = owner_client.get(f"/incidents/{incident.pk}/").content.decode()
+    assert "also the same window a day earlier, 2026-11-17 10:12 UTC to 2026-11-17 10:42" in page
+    assert '<th scope="col">A day earlier</th>' in page and "<td>0.58</td>" in page
+    assert '<div class="plot" data-chart="chart-kv_usage"></div>' in page
+    assert 'id="incident-charts" type="application/json"' in page
+    assert "embedded_charts" in page and 'data-source="incident-charts"' in page
+    # The hostile replica name reaches the page only inside the JSON data block, escaped.
+    assert HOSTILE not in page
+
+
+def test_a_walk_without_charts_loads_no_plotting_script(owner_client: Client) -> None:
+    incident = an_incident(a_fleet())
+    incident_walk_record(incident, a_walk())
+    page = owner_client.get(f"/incidents/{incident.pk}/").content.decode()
+    assert 'id="charts"' not in page and "plotly" not in page
+    assert '<th scope="col">A day earlier</th>' not in page

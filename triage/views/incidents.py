@@ -18,6 +18,7 @@ from fleetscope.lib.utc import utc_text, utc_text_of_iso
 from inventory.access import fleet_for_user
 from triage import incidents as services
 from triage.export import NOTHING_APPLIED, figure_row, walk_tree
+from triage.figures import figures_by_id, walk_charts
 from triage.models import Incident, IncidentSource, IncidentStatus, WalkRecord
 from triage.runbooks import runbook_slug
 from triage.views.forms import IncidentNewForm, NoteForm, StatusForm
@@ -117,12 +118,16 @@ def _walk_context(record: WalkRecord | None) -> dict[str, Any]:
     walk = record.walk
     breach = walk.get("breach") or {}
     supported = list(walk.get("supported") or ())
+    charts = walk_charts(walk)
     return {
         "walk": walk,
         "walk_record": record,
         "walk_created": utc_text(record.created_at),
         "window": {k: utc_text_of_iso(v) for k, v in (walk.get("window") or {}).items()},
         "baseline": {k: utc_text_of_iso(v) for k, v in (walk.get("baseline") or {}).items()},
+        "day_before": {k: utc_text_of_iso(v) for k, v in (walk.get("day_before") or {}).items()},
+        "charts": charts,
+        "chart_figures": figures_by_id(charts),
         "breach": breach,
         "breach_since": utc_text_of_iso(breach.get("since")),
         "breach_figures": [figure_row(f) for f in breach.get("figures") or ()],

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from inventory.gpus import fleet_gpus
@@ -22,6 +22,7 @@ from inventory.models import Fleet
 from queries import Backend, QueryResult, Scope, Spec, Window, run_queries
 from triage.walk.lora import LORA_INFO, lora_wait_shares
 from triage.walk.specs import (
+    DAY_SPECS,
     FLEET_SPECS,
     GPU_RATE_SPECS,
     GPU_SPECS,
@@ -40,6 +41,7 @@ class Stat:
     baseline: float | None
     lower: float | None = None  # a quantile's bucket, when it came from buckets
     upper: float | None = None
+    day_before: float | None = None  # the same window a day earlier, when it was read
 
     @property
     def bound(self) -> str:
@@ -67,6 +69,14 @@ class Evidence:
     trends: dict[str, dict[str, tuple[tuple[float, ...], tuple[float | None, ...]]]] = field(
         default_factory=dict
     )
+    # Every series read on the grid, as charted: name -> label -> (timestamps, values);
+    # DCGM series per replica (the mean, for XIDs the largest, over its GPUs).
+    charts: dict[str, dict[str, tuple[tuple[float, ...], tuple[float | None, ...]]]] = field(
+        default_factory=dict
+    )
+    # The same window a day earlier when it held data for DAY_SPECS, else None and why.
+    day_window: tuple[datetime, datetime] | None = None
+    day_missing: str = ""
     queries: int = 0
     # Set when the backend itself failed every query (Prometheus down, say): the reason.
     backend_failed: str = ""
@@ -120,7 +130,10 @@ def evidence_read(
     window: tuple[datetime, datetime],
     baseline: tuple[datetime, datetime],
     backend: Backend,
+    day_before: str = "",
 ) -> Evidence:
+    """Read everything the walk needs. `day_before` is "" to also read DAY_SPECS over the
+    same window a day earlier, else why it is not read (the store does not hold it)."""
     models = _engines(fleet, model_name)
     found = Evidence(fleet, backend, window, baseline, models)
     if not models:
@@ -139,6 +152,10 @@ def evidence_read(
         specs[f"{name}@b"], windows[f"{name}@b"] = point_spec(name, max(seconds_b, 60.0)), at_b
     for name in (*SERIES_SPECS, *GPU_SPECS):
         specs[name] = series_spec(name, step)
+    if not day_before:
+        at_d = Window(window[1] - DAY, window[1] - DAY, 60.0)
+        for name in DAY_SPECS:
+            specs[f"{name}@d"], windows[f"{name}@d"] = point_spec(name, seconds_w), at_d
     scope = Scope(fleet, model_name)
     results = run_queries(specs, scope=scope, window=grid, backend=backend, windows=windows)
     found.queries = len(specs)
@@ -160,13 +177,19 @@ def evidence_read(
     for name in SERIES_SPECS:
         _note(found, name, results[name])
         found.stats[name] = _reduced(results[name], window, baseline, how=REDUCE.get(name, "mean"))
-        if name in REDUCE and results[name].has_data:
-            found.trends[name] = {
+        if results[name].has_data:
+            read = {
                 s.labels.get("instance", ""): (s.timestamps, s.values) for s in results[name].series
             }
+            found.charts[name] = read
+            if name in REDUCE:
+                found.trends[name] = read
     for name in GPU_SPECS:
         _note(found, name, results[name])
         found.stats[name] = _gpu_series(results[name], window, baseline, gpu_owner, name)
+        if results[name].has_data:
+            found.charts[name] = _per_replica(results[name], gpu_owner, name)
+    _day_before(found, results, day_before, (window[0] - DAY, window[1] - DAY))
     _availability(found, results["running"], window)
     if backend == "local":
         shares = lora_wait_shares(fleet, found.models, window, baseline)
@@ -174,6 +197,30 @@ def evidence_read(
     else:
         found.missing["lora_waiting"] = f"{LORA_INFO} label history is read from the store only"
     return found
+
+
+DAY = timedelta(days=1)
+
+
+def _day_before(
+    found: Evidence,
+    results: Mapping[str, QueryResult],
+    not_read: str,
+    day_window: tuple[datetime, datetime],
+) -> None:
+    """Each DAY_SPECS statistic's value over the same window a day earlier, into its Stat."""
+    if not_read:
+        found.day_missing = not_read
+        return
+    read = {name: _single(results[f"{name}@d"]) for name in DAY_SPECS}
+    if not any(read.values()):
+        found.day_missing = "the same window a day earlier: the backend returned no samples"
+        return
+    found.day_window = day_window
+    for name, values in read.items():
+        stats = found.stats.setdefault(name, {})
+        for instance, (value, _, _) in values.items():
+            stats[instance] = replace(stats.get(instance, Stat(None, None)), day_before=value)
 
 
 def _note(found: Evidence, name: str, result: QueryResult) -> None:
@@ -317,6 +364,29 @@ def _gpu_series(
         )
         for owner in {*during_all, *before_all}
     }
+
+
+def _per_replica(
+    result: QueryResult, owners: Mapping[tuple[str, str], str], name: str
+) -> dict[str, tuple[tuple[float, ...], tuple[float | None, ...]]]:
+    """A DCGM series per replica on the grid: the mean over its GPUs (for XIDs the largest),
+    None where none of them had a value."""
+    points: dict[str, dict[float, list[float]]] = {}
+    for series in result.series:
+        owner = owners.get((series.labels.get("instance", ""), series.labels.get("gpu", "")))
+        if owner is None:
+            continue
+        at = points.setdefault(owner, {})
+        for t, v in zip(series.timestamps, series.values, strict=True):
+            bucket = at.setdefault(t, [])
+            if v is not None:
+                bucket.append(v)
+    reduce = max if name == "xid" else statistics.fmean
+    out: dict[str, tuple[tuple[float, ...], tuple[float | None, ...]]] = {}
+    for owner, at in points.items():
+        stamps = tuple(sorted(at))
+        out[owner] = (stamps, tuple(reduce(at[t]) if at[t] else None for t in stamps))
+    return out
 
 
 def _availability(found: Evidence, running: QueryResult, window: tuple[datetime, datetime]) -> None:

@@ -19,9 +19,10 @@ from triage.canary import canary_plan
 from triage.walk.checks import CHECKS, Context, Outcome
 from triage.walk.evidence import Evidence, evidence_read, windows_for
 from triage.walk.objective import SIDE_OF_KIND, SloReading, breached_objective, slo_readings
+from triage.walk.specs import GPU_SPECS, SERIES_SPECS
 from triage.walk.thresholds import threshold_table
 from triage.walk.tree import NODES, Node
-from triage.walk.types import Breach, Change, Figure, NodeResult, Side, Walk
+from triage.walk.types import Breach, Change, Chart, Figure, NodeResult, Side, Walk
 
 DEFAULT_SINCE = timedelta(minutes=30)
 BASELINE_SPAN = timedelta(hours=1)
@@ -57,6 +58,58 @@ def _held_from(fleet: Fleet, backend: Backend) -> datetime | None:
         return None
     held = store_span([e.endpoint_id for e in scope_endpoints(fleet=fleet)])
     return None if held is None else held[0].astimezone(UTC)
+
+
+DAY = timedelta(days=1)
+
+
+def _day_before_unread(window: tuple[datetime, datetime], held: datetime | None) -> str:
+    """ "" when the same window a day earlier is worth reading, else why not. Prometheus'
+    retention is not known here: it is asked, and says by its answer."""
+    if held is not None and held > window[0] - DAY:
+        return (
+            "the same window a day earlier: not read, the embedded store holds data only "
+            f"from {_iso(held)}"
+        )
+    return ""
+
+
+# The order charts are shown in: what on-call reads first (latency, then the queue and the
+# cache, then the GPUs).
+CHART_ORDER = (
+    "ttft_trend",
+    "itl_trend",
+    "waiting",
+    "waiting_capacity",
+    "waiting_deferred",
+    "running",
+    "kv_usage",
+    "prefix_trend",
+    "prefix_hit_rate",
+    "sm_clock",
+    "power",
+    "pcie_tx",
+    "xid",
+)
+
+
+def _charts(ev: Evidence) -> tuple[Chart, ...]:
+    """The series behind the figures, each on one grid (the union of its series' times)."""
+    charts = []
+    for name in CHART_ORDER:
+        read = ev.charts.get(name)
+        if not read:
+            continue
+        grid = sorted({t for stamps, _ in read.values() for t in stamps})
+        series = []
+        for replica in sorted(read):
+            at = dict(zip(*read[replica], strict=True))
+            series.append((replica, tuple(at.get(t) for t in grid)))
+        unit, text = {**SERIES_SPECS, **GPU_SPECS}[name]
+        metric = ev.sources.get(name, "")
+        source = text + (f" ({metric})" if metric else "")
+        charts.append(Chart(name, unit, source, tuple(grid), tuple(series)))
+    return tuple(charts)
 
 
 def _ordered() -> list[Node]:
@@ -235,10 +288,20 @@ def walk_fleet(
     at = (at or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     if slo is not None and not model_name:
         model_name = slo.model_name or None
-    window, baseline, note = windows_for(at, since, BASELINE_SPAN, _held_from(fleet, backend))
-    ev = evidence_read(
-        fleet, model_name=model_name, window=window, baseline=baseline, backend=backend
-    )
+    held = _held_from(fleet, backend)
+    window, baseline, note = windows_for(at, since, BASELINE_SPAN, held)
+
+    def read(backend: Backend, held: datetime | None) -> Evidence:
+        return evidence_read(
+            fleet,
+            model_name=model_name,
+            window=window,
+            baseline=baseline,
+            backend=backend,
+            day_before=_day_before_unread(window, held),
+        )
+
+    ev = read(backend, held)
     fallback = ""
     if backend == "prometheus" and ev.backend_failed:
         held = _held_from(fleet, "local")
@@ -248,9 +311,7 @@ def walk_fleet(
                 "which holds the window"
             )
             backend = "local"
-            ev = evidence_read(
-                fleet, model_name=model_name, window=window, baseline=baseline, backend=backend
-            )
+            ev = read(backend, held)
         else:
             fallback = (
                 f"Prometheus failed ({ev.backend_failed}) and the embedded store does not "
@@ -285,7 +346,7 @@ def walk_fleet(
         fleet, model_name=model_name, window=window, baseline=baseline, backend=backend
     )
     workload: tuple[Figure, ...] = tuple(s.figure for s in shifts if s.changed)
-    notes = tuple(n for n in (fallback, note) if n) + tuple(
+    notes = tuple(n for n in (fallback, note, ev.day_missing) if n) + tuple(
         f"{name} not read: {why}" for name, why in sorted(ev.missing.items())
     )
     readings = None if slo is None else slo_readings(fleet, slo, window, backend)
@@ -305,5 +366,9 @@ def walk_fleet(
         queries=ev.queries,
         thresholds=threshold_table(),
         notes=notes,
+        day_before=(
+            (_iso(ev.day_window[0]), _iso(ev.day_window[1])) if ev.day_window is not None else None
+        ),
+        charts=_charts(ev),
     )
     return walk

@@ -22,6 +22,8 @@ def _figure(f: dict[str, Any]) -> str:
         parts.append(f"({f['bound']})")
     if f.get("baseline") is not None:
         parts.append(f"baseline {_number(f['baseline'], f['unit'])}")
+    if f.get("day_before") is not None:
+        parts.append(f"a day earlier {_number(f['day_before'], f['unit'])}")
     if f.get("peers") is not None:
         parts.append(f"peers {_number(f['peers'], f['unit'])}")
     if f.get("threshold"):
@@ -40,6 +42,9 @@ def walk_text(walk: dict[str, Any], *, figures: bool = True) -> str:
         f"window   {walk['window']['start']} .. {walk['window']['end']} (UTC)",
         f"baseline {walk['baseline']['start']} .. {walk['baseline']['end']} (UTC)",
     ]
+    day = walk.get("day_before")
+    if day:
+        lines.append(f"day before {day['start']} .. {day['end']} (UTC)")
     breach = walk["breach"]
     lines.append(
         f"breach: {breach['side']}"

@@ -35,6 +35,7 @@ class Figure:
     requests: float | None = None  # observations the value rests on, where it counts
     replicas: tuple[str, ...] = ()  # instances the value covers
     bound: str = ""  # "> 640 s" or "interpolated within (160 s, 640 s]" when imprecise
+    day_before: float | None = None  # the same window a day earlier, where it was read
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +43,7 @@ class Figure:
             "unit": self.unit,
             "value": self.value,
             "baseline": self.baseline,
+            "day_before": self.day_before,
             "peers": self.peers,
             "threshold": self.threshold,
             "source": self.source,
@@ -125,6 +127,35 @@ class Change:
         }
 
 
+def _significant(value: float | None) -> float | None:
+    # Six significant digits: what a chart can show, at a third of the JSON's size.
+    return None if value is None else float(f"{value:.6g}")
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A series the walk read, per replica on one time grid, frozen with the walk so the
+    incident page can draw it after the metrics are gone. None is a gap, never a zero."""
+
+    name: str  # "kv_usage"
+    unit: str
+    source: str  # what it is and the metric read: "KV cache usage (gauge) (vllm:kv_...)"
+    timestamps: tuple[float, ...]  # unix seconds (UTC), shared by every series
+    series: tuple[tuple[str, tuple[float | None, ...]], ...]  # (replica, values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "unit": self.unit,
+            "source": self.source,
+            "t": list(self.timestamps),
+            "series": [
+                {"replica": replica, "v": [_significant(v) for v in values]}
+                for replica, values in self.series
+            ],
+        }
+
+
 @dataclass(frozen=True)
 class Walk:
     fleet: str
@@ -140,6 +171,8 @@ class Walk:
     queries: int = 0  # queries sent (Prometheus) or specs evaluated (embedded store)
     thresholds: tuple[Mapping[str, Any], ...] = ()
     notes: tuple[str, ...] = field(default=())
+    day_before: tuple[str, str] | None = None  # the same window a day earlier, when read
+    charts: tuple[Chart, ...] = ()
 
     @property
     def supported(self) -> tuple[str, ...]:
@@ -159,6 +192,11 @@ class Walk:
             "backend": self.backend,
             "window": {"start": self.window[0], "end": self.window[1]},
             "baseline": {"start": self.baseline[0], "end": self.baseline[1]},
+            "day_before": (
+                {"start": self.day_before[0], "end": self.day_before[1]}
+                if self.day_before
+                else None
+            ),
             "breach": self.breach.to_dict(),
             "side": self.breach.side,
             "nodes": [n.to_dict() for n in self.nodes],
@@ -169,4 +207,5 @@ class Walk:
             "queries": self.queries,
             "thresholds": [dict(t) for t in self.thresholds],
             "notes": list(self.notes),
+            "charts": [c.to_dict() for c in self.charts],
         }

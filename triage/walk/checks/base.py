@@ -70,6 +70,7 @@ class Context:
             requests=self.ev.stat("requests", instance).value,
             replicas=(instance,),
             bound=stat.bound,
+            day_before=stat.day_before,
         )
 
     def holds(self, node_id: str) -> bool:
@@ -99,6 +100,25 @@ def rise(stat: Stat) -> float | None:
     if stat.value is None or stat.baseline is None:
         return None
     return stat.value - stat.baseline
+
+
+def daily_pattern(ctx: Context, name: str, key: str, replicas: Iterable[str]) -> str:
+    """A note on the replicas whose rise does not hold against the same window a day
+    earlier (a daily peak looks like a rise over the hour before), "" when none; the side
+    stays supported against its baseline, with the note and less confidence."""
+    threshold, ev = THRESHOLDS[key], ctx.ev
+    same = [
+        i
+        for i in replicas
+        if (day := ev.stat(name, i).day_before) is not None
+        and not threshold.holds(ev.stat(name, i).value, day)
+    ]
+    if not same:
+        return ""
+    return (
+        f"; on {', '.join(same)} {name} was about as high over the same window a day earlier "
+        "(a daily pattern?)"
+    )
 
 
 def confidence_past(value: float | None, reference: float | None, ratio: float) -> float:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from triage.walk.checks.base import Context, Outcome, confidence_past, pick
+from triage.walk.checks.base import Context, Outcome, confidence_past, daily_pattern, pick
 from triage.walk.thresholds import MIN_REQUESTS, THRESHOLDS, XID_NVLINK
 from triage.walk.types import Figure
 
@@ -34,8 +34,13 @@ def tpot(ctx: Context) -> Outcome:
     conf = confidence_past(
         ev.stat("itl_mean", best).value, ev.stat("itl_mean", best).baseline, rise.ratio
     )
+    daily = daily_pattern(ctx, "itl_mean", "itl_breach", breached)
     return Outcome(
-        "supported", f"ITL rose on {', '.join(breached)}", figures, tuple(breached), confidence=conf
+        "supported",
+        f"ITL rose on {', '.join(breached)}{daily}",
+        figures,
+        tuple(breached),
+        confidence=conf / 2 if daily else conf,
     )
 
 

@@ -8,6 +8,7 @@ from triage.walk.checks.base import (
     Context,
     Outcome,
     confidence_past,
+    daily_pattern,
     explained_elsewhere,
     pick,
     rise,
@@ -42,12 +43,13 @@ def ttft(ctx: Context) -> Outcome:
     conf = confidence_past(
         ev.stat("ttft_mean", best).value, ev.stat("ttft_mean", best).baseline, t.ratio
     )
+    daily = daily_pattern(ctx, "ttft_mean", "ttft_breach", breached)
     return Outcome(
         "supported",
-        f"TTFT rose on {', '.join(breached)}",
+        f"TTFT rose on {', '.join(breached)}{daily}",
         figures,
         tuple(breached),
-        confidence=conf,
+        confidence=conf / 2 if daily else conf,
     )
 
 

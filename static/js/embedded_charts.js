@@ -1,9 +1,11 @@
-// An SLO's page: draws each chart from the figures the server embedded as JSON
-// (#slo-charts, a data block, not a script). A chart without a figure says so in text.
-// Times are milliseconds since the epoch, which plotly.js shows in UTC.
+// Draws each [data-chart] element from the figures the server embedded as JSON in the
+// data block this script's data-source names (a data block, not a script: the CSP allows
+// no inline script). A chart without a figure says so in text. Times are UTC wall-clock
+// text, which plotly.js shows as written.
 (function () {
   "use strict";
-  var source = document.getElementById("slo-charts");
+  var me = document.currentScript;
+  var source = document.getElementById(me ? me.dataset.source : "");
   var charts = source ? JSON.parse(source.textContent) : {};
   var plots = document.querySelectorAll("[data-chart]");
   Array.prototype.forEach.call(plots, function (plot) {
