@@ -1,8 +1,9 @@
-"""What changed on a fleet's engine replicas around an incident window.
+"""What changed on a fleet's engine replicas, and in its configuration, around an incident
+window.
 
     changes_in(fleet, model_name="llama-3.1-8b-instruct", start=t0, end=t1, backend="local")
 
-Four kinds, each read from where the fleet's history really is, and each description says
+Five kinds, each read from where the fleet's history really is, and each description says
 which:
 - restart: a new `process_start_time_seconds` (read through `queries.run_queries`, so on
   either backend), a counter reset in the frames FleetScope stored, or an engine that
@@ -15,6 +16,9 @@ which:
   another value.
 - replicas: an engine stopped answering scrapes, first answered in the window, or started
   or stopped serving the model (its series' model_name labels).
+- configuration: a row of FleetScope's own configuration (an SLO or its objective, the
+  fleet, an endpoint, a tenant rule, a price, a runbook...) created, changed or deleted,
+  from the audit trail (`audit.selectors.changes_between`), with who did it.
 The layouts and scrape runs exist only for endpoints FleetScope scraped or imported: a
 fleet read from Prometheus alone gets restarts only, and one `unknown` Change saying so.
 Nothing is inferred beyond what was recorded.
@@ -28,7 +32,10 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
+from audit.selectors import changes_between
+from audit.text import entry_text
 from blindspots.history import DIALECT_TEXT, layout_dialect
+from fleetscope.lib.utc import utc_iso
 from inventory.gpus import engines_serving
 from inventory.models import Endpoint, EndpointKind, Fleet, ScrapeRun, ScrapeStatus
 from inventory.store import LayoutRun, Series, layout_runs, store_read
@@ -72,7 +79,8 @@ def changes_in(
     backend: Backend = "local",
 ) -> tuple[Change, ...]:
     """What changed on `fleet`'s engine replicas (those serving `model_name`, when given)
-    between `start` and `end` (UTC-aware), oldest first; never raises for missing data."""
+    and in its configuration between `start` and `end` (UTC-aware), oldest first; never
+    raises for missing data."""
     engines = dict(
         Endpoint.objects.enabled()
         .filter(fleet=fleet, kind=EndpointKind.VLLM)
@@ -81,10 +89,11 @@ def changes_in(
     runs = layout_runs(endpoint_ids=list(engines), start=start - LAYOUT_LOOKBACK, end=end)
     if model_name is not None:
         engines = _serving(fleet, engines, runs, model_name)
+    # FleetScope's own configuration changes whatever the engines did, or if there are none.
+    changes = _configuration(fleet, start, end)
     if not engines:
-        return ()
+        return tuple(changes)
     evidence = _process_starts(fleet, engines, start, end, backend)
-    changes: list[Change] = []
     recorded = any(runs.get(endpoint_id) for endpoint_id in engines)
     if recorded:
         evidence += _counter_resets(engines, start, end)
@@ -104,6 +113,13 @@ def changes_in(
         )  # fmt: skip
     changes += _restarts(evidence)
     return tuple(sorted(changes, key=lambda c: (c.at or "", c.instance, c.kind)))
+
+
+def _configuration(fleet: Fleet, start: datetime, end: datetime) -> list[Change]:
+    return [
+        Change("configuration", utc_iso(entry.at), "", entry_text(entry))
+        for entry in changes_between(fleet, start, end)
+    ]
 
 
 def _iso(unix: float) -> str:

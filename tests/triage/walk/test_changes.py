@@ -11,10 +11,13 @@ from typing import Any
 
 import pytest
 
+from audit.actor import acting_as
+from audit.models import AuditEntry
 from fleetsim.history import History
 from inventory.history import history_import
 from inventory.models import Fleet
 from inventory.store import caches_clear
+from slo.models import Slo
 from triage.walk.changes import changes_in
 from triage.walk.types import Change
 
@@ -108,6 +111,28 @@ def affected(loaded: Loaded) -> dict[str, dict[str, Any]]:
 def test_a_steady_fleet_changed_nothing(steady: Loaded) -> None:
     assert whole(steady) == ()
     assert whole(steady, model_name=None) == ()
+
+
+@pytest.mark.django_db
+def test_a_configuration_change_in_the_window_is_listed_beside_the_engines(
+    steady: Loaded,
+) -> None:
+    with acting_as("alice"):
+        slo = Slo.objects.create(fleet=steady.fleet, slug="chat", name="Chat")
+    # Recorded now; dated into the window as if made then (and one well before it).
+    AuditEntry.objects.filter(object_type="slo", object_id=str(slo.pk)).update(
+        at=utc(steady.start + 600)
+    )
+    with acting_as("bob"):
+        slo.owner = "serving"
+        slo.save()
+    AuditEntry.objects.filter(actor="bob").update(at=utc(steady.start - 3600))
+    [change] = whole(steady)
+    assert (change.kind, change.instance, unix(change)) == (
+        "configuration", "", steady.start + 600,
+    )  # fmt: skip
+    assert change.description.startswith(f"SLO {steady.fleet.slug}/chat: created with ")
+    assert change.description.endswith(", by alice")
 
 
 @pytest.mark.django_db
