@@ -4,7 +4,8 @@ When Prometheus goes away mid-incident, the page must say since when and how
 old the last good numbers are, instead of going blank or drawing zeros. Every
 overview computation records, per fleet and source, when each panel last had
 data and when the source began failing. Both live in the cache, which the web
-processes and the scheduler share, for a day.
+processes and the scheduler share, for a day. Without the cache (Redis down) the page
+still answers: it cannot say since when, so it says since now.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from django.core.cache import cache
-
+from fleetscope.lib import shared_cache
 from inventory.models import Fleet
 
 # Reasons that mean the source itself failed (as opposed to one query or metric).
-SOURCE_DOWN_REASONS = frozenset({"prometheus-unavailable", "timeout", "server-error", "bad-answer"})
+# A missed page deadline counts: a Prometheus that slow is down for the on-call reading it.
+SOURCE_DOWN_REASONS = frozenset(
+    {"prometheus-unavailable", "timeout", "deadline", "server-error", "bad-answer"}
+)
 KEEP_SECONDS = 24 * 3600
 
 
@@ -52,24 +55,24 @@ def freshness_annotate(
     prefix = _prefix(fleet, backend)
     panels = payload["panels"]
     keys = {p["id"]: f"{prefix}:panel:{view}:{p['id']}" for p in panels}
-    known = cache.get_many(list(keys.values()))
+    known = shared_cache.get_many(list(keys.values()))
     fresh = {}
     for panel in panels:
         if panel["status"] in ("ok", "partial"):
             fresh[keys[panel["id"]]] = _stamp(now)
         panel["last_good_at"] = fresh.get(keys[panel["id"]]) or known.get(keys[panel["id"]])
     if fresh:
-        cache.set_many(fresh, timeout=KEEP_SECONDS)
+        shared_cache.put_many(fresh, timeout=KEEP_SECONDS)
     failure = source_down(panels)
     down_key = f"{prefix}:down-since"
     if failure is None:
-        cache.delete(down_key)
+        shared_cache.delete(down_key)
         payload["source_state"] = {"status": "ok", "since": None, "message": ""}
         return
     # add() keeps the first failure's time while the outage lasts.
-    cache.add(down_key, _stamp(now), timeout=KEEP_SECONDS)
+    shared_cache.add(down_key, _stamp(now), timeout=KEEP_SECONDS)
     payload["source_state"] = {
         "status": "down",
-        "since": cache.get(down_key) or _stamp(now),
+        "since": shared_cache.get(down_key) or _stamp(now),
         "message": failure,
     }

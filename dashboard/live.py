@@ -4,32 +4,51 @@ Viewers never trigger queries themselves: the scheduler computes the default
 overview of each watched fleet once per interval, stores it in the cache and
 sends it to the fleet's channel group. Reconnecting clients (and the polling
 fallback) read the cached copy, so Prometheus load does not grow with viewers.
+
+Each push says when it was made and after how long without the next one the page
+must stop calling itself live (`LiveStamp`). The cache and the channel layer are
+Redis in production: when either fails, the watch is not recorded (`watch` says so),
+nothing is published, and pages poll instead.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any, TypedDict, cast
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import BaseChannelLayer, get_channel_layer
 from django.conf import settings
-from django.core.cache import cache
 from django.utils import timezone
 
 from dashboard.overview import Backend, OverviewRequest, overview_compute, overview_json
 from dashboard.timerange import DEFAULT_RANGE, parse_range
+from fleetscope.lib import shared_cache
+from fleetscope.lib.redis_settings import REDIS_ERRORS
 from inventory.access import ViewScope
 from inventory.models import Fleet
 from queries import Window
 
+log = logging.getLogger(__name__)
+
 # A fleet counts as watched this long after a viewer last connected or pinged.
 WATCH_SECONDS = 120
+# A page calls itself live while pushes come at most this many intervals apart.
+STALE_AFTER_INTERVALS = 2
 
 
 class OverviewUpdate(TypedDict):
     type: str  # "overview.update": the consumer's handler name
     payload_json: str
+
+
+class LiveStamp(TypedDict):
+    """What a pushed overview says about itself, under the payload's `live` key."""
+
+    pushed_at: str  # UTC, ISO 8601: "stale since" on the page
+    interval_seconds: float
+    stale_after_seconds: float  # no push for this long: the page says stale and polls
 
 
 def group_name(scope: ViewScope) -> str:
@@ -45,12 +64,18 @@ def _latest_key(scope: ViewScope) -> str:
     return f"fleetscope:overview:{scope.key}"
 
 
-def watch(scope: ViewScope) -> None:
-    cache.set(_watch_key(scope), time.time(), timeout=WATCH_SECONDS)
+def _computing_key(scope: ViewScope) -> str:
+    return f"fleetscope:computing:{scope.key}"
+
+
+def watch(scope: ViewScope) -> bool:
+    """Mark `scope` as watched; False when the cache could not keep the mark (no pushes
+    would follow it)."""
+    return shared_cache.put(_watch_key(scope), time.time(), timeout=WATCH_SECONDS)
 
 
 def latest_overview(scope: ViewScope) -> str | None:
-    return cache.get(_latest_key(scope))
+    return shared_cache.get(_latest_key(scope))
 
 
 def default_backend() -> Backend:
@@ -63,21 +88,52 @@ def overview_for_default_view(fleet: Fleet) -> dict[str, Any]:
     return overview_compute(OverviewRequest(fleet, window, default_backend()))
 
 
+def live_stamp() -> LiveStamp:
+    interval = float(settings.FLEETSCOPE_SCRAPE_INTERVAL_SECONDS)
+    return {
+        "pushed_at": timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "interval_seconds": interval,
+        "stale_after_seconds": interval * STALE_AFTER_INTERVALS,
+    }
+
+
 def overviews_publish() -> int:
-    """The periodic job: compute and push each watched fleet's overview; return how many."""
+    """The periodic job: compute and push each watched fleet's overview; return how many.
+
+    At most one computation per view is in flight, across processes: a view still being
+    computed (by an overrunning run, or another worker) is skipped this time. The mark
+    lasts as long as a Celery task may run, so a killed worker frees the view by then."""
     layer = get_channel_layer()
     published = 0
     for fleet in Fleet.objects.all():
         # One scope per fleet while every viewer may see all of it.
         scope = ViewScope(fleet)
-        if cache.get(_watch_key(scope)) is None:
+        if shared_cache.get(_watch_key(scope)) is None:
             continue
-        payload = overview_json(overview_for_default_view(fleet))
-        timeout = settings.FLEETSCOPE_SCRAPE_INTERVAL_SECONDS * 4
-        cache.set(_latest_key(scope), payload, timeout=timeout)
-        if layer is not None:
-            message: OverviewUpdate = {"type": "overview.update", "payload_json": payload}
-            # A TypedDict is a dict at run time; channels' stubs ask for the plain type.
-            async_to_sync(layer.group_send)(group_name(scope), cast(dict[str, Any], message))
-        published += 1
+        computing = _computing_key(scope)
+        if not shared_cache.add(computing, 1, timeout=settings.CELERY_TASK_TIME_LIMIT):
+            continue
+        try:
+            payload = overview_for_default_view(fleet)
+            payload["live"] = live_stamp()
+            text = overview_json(payload)
+            timeout = settings.FLEETSCOPE_SCRAPE_INTERVAL_SECONDS * 4
+            shared_cache.put(_latest_key(scope), text, timeout=timeout)
+            published += _push(layer, scope, text)
+        finally:
+            shared_cache.delete(computing)
     return published
+
+
+def _push(layer: BaseChannelLayer | None, scope: ViewScope, text: str) -> int:
+    if layer is None:
+        return 1
+    message: OverviewUpdate = {"type": "overview.update", "payload_json": text}
+    try:
+        # A TypedDict is a dict at run time; channels' stubs ask for the plain type.
+        async_to_sync(layer.group_send)(group_name(scope), cast(dict[str, Any], message))
+    except REDIS_ERRORS as exc:
+        # The layer is gone: its viewers' sockets close and they poll meanwhile.
+        log.warning("live push to %s failed: %s", scope.key, type(exc).__name__)
+        return 0
+    return 1

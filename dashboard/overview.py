@@ -30,6 +30,7 @@ from queries import (
     QueryResult,
     Scope,
     Window,
+    page_deadline,
     run_queries,
     spec_keys,
 )
@@ -129,7 +130,16 @@ def _panel_state(panel: Panel, results: dict[str, QueryResult], kinds: Kinds) ->
 
 def overview_compute(request: OverviewRequest) -> dict[str, Any]:
     """The panels of the overview (or of one group's page). Unavailable panels say why,
-    failing sources say since when, and nothing is drawn as zero."""
+    failing sources say since when, and nothing is drawn as zero.
+
+    Its Prometheus queries share one deadline (PROMETHEUS_BATCH_DEADLINE_SECONDS), whether
+    a viewer asked or the live job did: a slow Prometheus costs a page that long at most,
+    and the panels it did not answer for say so."""
+    with page_deadline():
+        return _overview(request)
+
+
+def _overview(request: OverviewRequest) -> dict[str, Any]:
     started = time.perf_counter()
     shown = [p for p in PANELS if request.group is None or p.group == request.group]
     specs = {f"{panel.id}|{name}": spec for panel in shown for name, spec in panel.traces.items()}

@@ -1,8 +1,10 @@
 """The in-process scheduler of the embedded mode.
 
-It runs the same periodic jobs as Celery beat (fleetscope.schedule), each on its
-own timer in one daemon thread. A job that overruns its interval is not started
-again until it returns, so a slow scrape never overlaps itself.
+It runs the same periodic jobs as Celery beat (fleetscope.schedule), each on its own
+timer, one daemon thread per lane (`PeriodicJob.lane`): jobs of one lane run one after
+another, lanes side by side, so a live overview stuck on a slow Prometheus never holds up
+the scrapes. A job that overruns its interval is not started again until it returns, so
+a slow scrape never overlaps itself.
 """
 
 from __future__ import annotations
@@ -36,17 +38,25 @@ class InProcessScheduler:
     clock: Callable[[], float] = time.monotonic
     resolve: Callable[[str], Callable[[], object]] = import_string
     _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    _threads: list[threading.Thread] = field(default_factory=list)
     _slots: list[_Slot] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         now = self.clock()
         self._slots = [_Slot(job, self.resolve(job.function), now) for job in self.jobs]
 
-    def run_due(self) -> int:
-        """Run every job whose time has come; return how many ran."""
+    @property
+    def lanes(self) -> list[str]:
+        return list(dict.fromkeys(slot.job.lane for slot in self._slots))
+
+    def _of(self, lane: str | None) -> list[_Slot]:
+        return [slot for slot in self._slots if lane is None or slot.job.lane == lane]
+
+    def run_due(self, lane: str | None = None) -> int:
+        """Run every job of `lane` (of every lane: None) whose time has come, on this
+        thread; return how many ran."""
         ran = 0
-        for slot in self._slots:
+        for slot in self._of(lane):
             now = self.clock()
             if now < slot.next_run:
                 continue
@@ -68,21 +78,33 @@ class InProcessScheduler:
             slot.next_run = started + interval * (missed + 1)
         return ran
 
-    def seconds_until_next(self) -> float:
-        if not self._slots:
+    def runs(self, name: str) -> int:
+        """How many times the job named `name` has run (and returned)."""
+        return sum(slot.runs for slot in self._slots if slot.job.name == name)
+
+    def seconds_until_next(self, lane: str | None = None) -> float:
+        slots = self._of(lane)
+        if not slots:
             return 1.0
-        return max(0.0, min(slot.next_run for slot in self._slots) - self.clock())
+        return max(0.0, min(slot.next_run for slot in slots) - self.clock())
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="fleetscope-scheduler", daemon=True)
-        self._thread.start()
+        for lane in self.lanes:
+            thread = threading.Thread(
+                target=self._loop, args=(lane,), name=f"fleetscope-scheduler-{lane}", daemon=True
+            )
+            self._threads.append(thread)
+            thread.start()
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Stop every lane, waiting up to `timeout` in all: a lane stuck in a job is left
+        to its daemon thread rather than holding up the shutdown."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        until = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, until - time.monotonic()))
 
-    def _loop(self) -> None:
+    def _loop(self, lane: str) -> None:
         while not self._stop.is_set():
-            self.run_due()
-            self._stop.wait(min(self.seconds_until_next(), 1.0))
+            self.run_due(lane)
+            self._stop.wait(min(self.seconds_until_next(lane), 1.0))

@@ -19,6 +19,10 @@ class PeriodicJob:
     task: str  # dotted name of the Celery task
     function: str  # dotted path of the function the task calls
     interval_seconds: float
+    # The in-process scheduler runs each lane on its own thread, so a job stuck in one
+    # lane (a live overview waiting on a slow Prometheus) never delays another's (scrapes).
+    # Celery runs every task on its own anyway.
+    lane: str = "main"
 
     @property
     def expires_seconds(self) -> float:
@@ -47,6 +51,7 @@ def periodic_jobs() -> list[PeriodicJob]:
             task="dashboard.tasks.publish_overviews",
             function="dashboard.live.overviews_publish",
             interval_seconds=interval,
+            lane="live",
         ),
         PeriodicJob(
             # Hourly, so a month's report is stored within an hour of the month's end even

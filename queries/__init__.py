@@ -7,6 +7,7 @@ result = run_query(Quantile("ttft", 0.95, by=("model_name",)),
 
 from __future__ import annotations
 
+from queries.deadline import page_deadline
 from queries.features import Feature, feature_statuses
 from queries.histogram_math import parse_le
 from queries.plan import ENDPOINT_KIND_FOR_SOURCE, NameGroup, ResolvedKey, resolve_key
@@ -46,6 +47,7 @@ __all__ = [
     "Spec",
     "Window",
     "feature_statuses",
+    "page_deadline",
     "parse_le",
     "promql_of",
     "resolve_key",

@@ -148,7 +148,8 @@ class QueryResult:
 
     `reason` is a short machine word (`not-exposed`, `flag-gated`, `removed`,
     `not-in-vllm`, `no-data`, `bad-histogram`, `prometheus-unavailable`,
-    `timeout`, `bad-query`, `server-error`, `bad-answer`, `no-prometheus`), empty when ok.
+    `timeout`, `deadline` (the page's overall deadline passed first), `bad-query`,
+    `server-error`, `bad-answer`, `no-prometheus`), empty when ok.
     `resolved_name` is the real metric name read (the numerator's for a Ratio).
     """
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import replace
 from typing import Literal
 
@@ -12,6 +12,7 @@ from django.conf import settings
 from inventory.prometheus import PrometheusBadAnswer
 from inventory.store import StoreWindow
 from queries.buckets import common_edges_only
+from queries.deadline import batch_deadline
 from queries.local import LOOKBACK_SECONDS, run_local, store_needs
 from queries.plan import Plan, plan_query, scoped_inventories, with_gpu_replicas
 from queries.promql import Fetched, compile_plan, failed_scrapes, fetch, result_from
@@ -50,12 +51,19 @@ def _reach(plan: Plan) -> float:
 def _run_on_prometheus(plans: Mapping[str, Plan]) -> dict[str, QueryResult]:
     """Compile every plan, send each distinct PromQL once (p50, p90 and p99 of a histogram
     share their bucket rates), read `up` once for the page's instances, and build each
-    plan's result from the shared answers."""
+    plan's result from the shared answers.
+
+    Returns by the page's deadline (`queries.deadline`) whatever Prometheus does: a plan
+    whose answer is not in by then fails with reason `deadline`, the others keep theirs."""
     if not settings.PROMETHEUS_URL:
         return {
             name: failed("no-prometheus", "PROMETHEUS_URL is not set", plan.resolved_name)
             for name, plan in plans.items()
         }
+    deadline = batch_deadline()
+    if deadline.remaining() <= 0:
+        # An earlier batch of the page used it all up: asking now could only add to the wait.
+        return {n: failed("deadline", deadline.message, p.resolved_name) for n, p in plans.items()}
     base_url = settings.PROMETHEUS_URL
     timeout = settings.PROMETHEUS_TIMEOUT_SECONDS
     compiled = {name: compile_plan(plan) for name, plan in plans.items()}
@@ -70,33 +78,60 @@ def _run_on_prometheus(plans: Mapping[str, Plan]) -> dict[str, QueryResult]:
         """Failed scrapes per instance, and why they are unknown ("" when they are not)."""
         try:
             found = failed_scrapes(
-                instances, widest.window, reach, base_url=base_url, timeout_seconds=timeout
+                instances,
+                widest.window,
+                reach,
+                base_url=base_url,
+                timeout_seconds=deadline.request_timeout(timeout),
             )
         except PrometheusBadAnswer as exc:
             return {}, str(exc)
         return found, ""
 
     def one(key: tuple[str, Window]) -> Fetched:
-        return fetch(key[0], key[1], base_url=base_url, timeout_seconds=timeout)
+        # Timed when a worker takes it: a query queued behind slow ones gets what is left.
+        return fetch(
+            key[0], key[1], base_url=base_url, timeout_seconds=deadline.request_timeout(timeout)
+        )
 
     waiting: dict[tuple[str, Window], list[str]] = {}
     for name, plan in plans.items():
         waiting.setdefault((compiled[name].promql, plan.window), []).append(name)
     workers = max(1, min(MAX_PARALLEL_QUERIES, len(distinct) + 1))
     drafts: dict[str, QueryResult] = {}
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="promql") as pool:
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="promql")
+    try:
         failures = pool.submit(up)
         futures = {pool.submit(one, key): key for key in distinct}
-        # Each answer is turned into its plans' results as it arrives, while the slower
-        # queries are still out: the conversion overlaps the wait instead of adding to it.
-        for future in as_completed(futures):
-            for name in waiting[futures[future]]:
-                drafts[name] = result_from(plans[name], compiled[name], future.result())
-        failed_by_instance, unknown = failures.result()
+        try:
+            # Each answer is turned into its plans' results as it arrives, while the slower
+            # queries are still out: the conversion overlaps the wait instead of adding to it.
+            for future in as_completed(futures, timeout=deadline.remaining()):
+                for name in waiting[futures[future]]:
+                    drafts[name] = result_from(plans[name], compiled[name], future.result())
+        except TimeoutError:
+            pass  # the rest fail with the deadline's message below
+        failed_by_instance, unknown = _up_by(failures, deadline.remaining(), deadline.message)
+    finally:
+        # Never wait for stuck requests (a `with` block would): each ends at its own
+        # timeout, capped just past the deadline; queued ones are dropped unsent.
+        pool.shutdown(wait=False, cancel_futures=True)
+    for name, plan in plans.items():
+        drafts.setdefault(name, failed("deadline", deadline.message, plan.resolved_name))
     return {
         name: _finished(plan, _with_failed_scrapes(plan, drafts[name], failed_by_instance, unknown))
         for name, plan in plans.items()
     }
+
+
+def _up_by(
+    failures: Future[tuple[dict[str, int], str]], seconds: float, late: str
+) -> tuple[dict[str, int], str]:
+    """The `up` answer if it is in within `seconds`; else unknown, saying why."""
+    try:
+        return failures.result(timeout=seconds)
+    except TimeoutError:
+        return {}, late
 
 
 def _with_failed_scrapes(

@@ -4,16 +4,31 @@ from __future__ import annotations
 
 from typing import Any
 
+from fleetscope.lib.redis_settings import RedisTimeouts
 
-def redis_channel_layers(redis_url: str, *, prefix: str = "asgi") -> dict[str, Any]:
+# channels_redis' RedisChannelLayer.brpop_timeout (a test holds the two together): the
+# package ships no types, and settings need not import it in the embedded mode.
+BZPOPMIN_SECONDS = 5
+
+
+def redis_channel_layers(
+    redis_url: str, *, prefix: str = "asgi", timeouts: RedisTimeouts | None = None
+) -> dict[str, Any]:
     """CHANNEL_LAYERS for Redis.
 
-    `socket_timeout=None`: the layer waits for messages with a blocking BZPOPMIN,
-    and redis-py 8 made reads time out after 5 s by default, which killed every
-    websocket consumer that had nothing to receive for 5 s (channels_redis#422).
-    Connecting still times out.
+    The layer waits for messages with a blocking BZPOPMIN of BZPOPMIN_SECONDS,
+    so a read may legitimately wait that long: redis-py 8's default read timeout of 5 s
+    equalled it and killed every websocket consumer that had nothing to receive for 5 s
+    (channels_redis#422). No read timeout at all instead let a Redis that accepts and
+    never answers hang a handshake indefinitely. Reads may take the BZPOPMIN's wait
+    plus the usual read timeout, no longer.
     """
-    host = {"address": redis_url, "socket_timeout": None, "socket_connect_timeout": 5}
+    timeouts = timeouts or RedisTimeouts()
+    host = {
+        "address": redis_url,
+        "socket_timeout": BZPOPMIN_SECONDS + timeouts.read_seconds,
+        "socket_connect_timeout": timeouts.connect_seconds,
+    }
     return {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",

@@ -3,6 +3,10 @@
 // is inserted as text (textContent, attributes via properties), never parsed as HTML.
 // Polling stops for good (body[data-polling=stopped]) when asking again cannot help: a URL
 // parameter the server rejects (400) or a signed-out session (401, or the login redirect).
+// The badge says "live" only while pushes keep coming (live_state.js); an open socket
+// without them turns "stale since HH:MM:SS UTC" and the page polls. When Redis fails the
+// server says so (close code 4503 with a reason, or `live_updates` in the JSON): a banner
+// says live updates are unavailable and why, and the page polls (body[data-live=off]).
 //
 // Drawing order: the browser, not the server, is the slow part (31 charts take seconds on a
 // loaded 2-core machine), so a payload's text (the replica table, badges, notes) goes in at
@@ -28,6 +32,10 @@
   var pageProblem = config.dataset.problem;
   var state = document.getElementById("live-state");
   var viewAlert = document.getElementById("view-alert");
+  var liveBanner = document.getElementById("live-banner");
+  var liveState = new window.FleetScopeLiveState(2 * Number(config.dataset.liveInterval || 15));
+  var POLL_SECONDS = 15;
+  var CLOSE_LIVE_UNAVAILABLE = 4503;  // dashboard/consumers.py
   var pollTimer = null;
   var socket = null;
   var retries = 0;
@@ -505,6 +513,10 @@
       .then(function (answer) {
         if (!answer || stopped) { return; }
         renderText(answer.text, answer.body);
+        var updates = answer.body.live_updates;
+        if (isDefaultView && updates && updates.status === "off") {
+          liveOff("live updates unavailable: " + updates.message);
+        }
         if (state.textContent.indexOf("update failed") === 0) { setState("polling", "muted"); }
       })
       .catch(function (error) { if (!stopped) { setState("update failed: " + error.message, "bad"); } });
@@ -515,7 +527,7 @@
     if (stopped) { return; }
     document.body.dataset.polling = "on";
     // Slow down in hidden tabs: nobody is looking, so no need to ask as often.
-    var delay = document.hidden ? 60000 : 15000;
+    var delay = document.hidden ? 60000 : POLL_SECONDS * 1000;
     pollTimer = setTimeout(function () { poll(); schedulePolling(); }, delay);
   }
 
@@ -525,16 +537,25 @@
     socket = new WebSocket(scheme + window.location.host + wsPath);
     socket.onopen = function () {
       retries = 0;
-      setState("live", "ok");
-      clearTimeout(pollTimer);
-      document.body.dataset.polling = "off";
+      liveState.opened(Date.now());
+      showLive();
     };
-    socket.onmessage = function (event) { renderText(event.data); };
+    socket.onmessage = function (event) {
+      var body = JSON.parse(event.data);
+      if (liveState.pushed(body.live, Date.now())) { showLive(); }
+      renderText(event.data, body);
+    };
     socket.onclose = function (event) {
+      liveState.closed();
       if (event.code === 4401) {
         socket = null;
         signedOut();
         return;
+      }
+      if (event.code === CLOSE_LIVE_UNAVAILABLE) {
+        liveOff(event.reason || "live updates unavailable");
+      } else {
+        document.body.dataset.live = "closed";
       }
       setState("polling", "warning");
       schedulePolling();
@@ -543,9 +564,37 @@
     };
   }
 
+  function showLive() {
+    liveBanner.hidden = true;
+    liveBanner.textContent = "";
+    document.body.dataset.live = "live";
+    setState("live", "ok");
+    clearTimeout(pollTimer);
+    pollTimer = null;
+    document.body.dataset.polling = "off";
+  }
+
+  function liveOff(why) {
+    liveBanner.textContent = why + "; polling every " + POLL_SECONDS + " s";
+    liveBanner.hidden = false;
+    document.body.dataset.live = "off";
+  }
+
   setInterval(function () {
     if (socket && socket.readyState === WebSocket.OPEN) { socket.send("ping"); }
   }, 60000);
+
+  // An open socket without a fresh push is stale: say since when (UTC) and poll meanwhile;
+  // the next push makes it live again.
+  setInterval(function () {
+    if (stopped || !socket || socket.readyState !== WebSocket.OPEN) { return; }
+    var now = liveState.at(Date.now());
+    if (now.state !== "stale" || document.body.dataset.live === "stale") { return; }
+    document.body.dataset.live = "stale";
+    setState("stale since " + now.since.slice(11, 19) + " UTC, polling", "warning");
+    poll();
+    schedulePolling();
+  }, 1000);
 
   if (pageProblem) {
     stop("stopped", "warning");

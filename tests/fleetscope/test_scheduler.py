@@ -1,7 +1,11 @@
 from __future__ import annotations
 
-import pytest
+import threading
 
+import pytest
+from django.test import override_settings
+
+from devtools.waiting import wait_until
 from fleetscope.inprocess import InProcessScheduler
 from fleetscope.schedule import PeriodicJob, beat_schedule, periodic_jobs
 
@@ -88,3 +92,74 @@ def test_every_scheduled_function_and_task_exists() -> None:
     for j in periodic_jobs():
         assert callable(import_string(j.function))
         assert j.task in app.tasks
+
+
+def test_live_overviews_run_in_a_lane_of_their_own_apart_from_scrapes() -> None:
+    lanes = {j.name: j.lane for j in periodic_jobs()}
+    assert lanes["publish-overviews"] != lanes["scrape-fleets"]
+    assert lanes["scrape-fleets"] == lanes["record-heartbeat"]
+
+
+def test_a_job_stuck_in_one_lane_does_not_hold_up_another_lane() -> None:
+    release = threading.Event()
+    scrapes: list[float] = []
+    jobs = [
+        PeriodicJob("stuck", "unused", "stuck", interval_seconds=0.05, lane="live"),
+        PeriodicJob("scrape", "unused", "scrape", interval_seconds=0.05),
+    ]
+    functions = {"stuck": lambda: release.wait(30), "scrape": lambda: scrapes.append(1.0)}
+    scheduler = InProcessScheduler(jobs, resolve=functions.__getitem__)
+    scheduler.start()
+    try:
+        wait_until(lambda: len(scrapes) >= 5 or None, timeout=10, what="five scrape runs")
+        assert scheduler.runs("stuck") == 0  # still inside its first run all along
+    finally:
+        release.set()
+        scheduler.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_scrapes_keep_being_recorded_while_a_live_computation_is_stuck(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dashboard import live
+    from fleetsim.api import start_fleet
+    from inventory.access import ViewScope
+    from inventory.models import Fleet, ScrapeRun
+    from inventory.registration import targets_import
+    from inventory.targets import TargetSpec
+
+    stuck, release = threading.Event(), threading.Event()
+
+    def computation_that_hangs(fleet: Fleet) -> dict[str, object]:
+        # Whatever holds it (a Prometheus slower than any deadline, a locked table), the
+        # embedded scheduler's scrapes must not wait for it.
+        stuck.set()
+        release.wait(60)
+        return {"panels": []}
+
+    monkeypatch.setattr(live, "overview_for_default_view", computation_that_hangs)
+    wanted = ("record-heartbeat", "scrape-fleets", "publish-overviews")
+    with (
+        start_fleet(replicas=1, scenario="steady", speed=20, seed=4) as sim,
+        override_settings(FLEETSCOPE_SCRAPE_INTERVAL_SECONDS=1),
+    ):
+        specs = [TargetSpec(t.url, t.kind, {}) for t in sim.targets if t.kind == "vllm"]
+        fleet = targets_import(fleet_slug="lanes", specs=specs).fleet
+        live.watch(ViewScope(fleet))
+        scheduler = InProcessScheduler([j for j in periodic_jobs() if j.name in wanted])
+        scheduler.start()
+        try:
+            wait_until(lambda: stuck.is_set() or None, timeout=30, what="the live computation")
+            before = ScrapeRun.objects.filter(endpoint__fleet=fleet).count()
+
+            def three_more() -> bool | None:
+                runs = ScrapeRun.objects.filter(endpoint__fleet=fleet, status="succeeded")
+                return runs.count() >= before + 3 or None
+
+            wait_until(three_more, timeout=30, what="three more scrape runs")
+            assert scheduler.runs("publish-overviews") == 0  # still stuck all along
+        finally:
+            release.set()
+            scheduler.stop()
+    assert scheduler.runs("publish-overviews") >= 1  # and it finished once let go

@@ -1,0 +1,99 @@
+"""The live job: at most one computation per view in flight, and pushes that say when they
+were made and when the page must stop calling them live."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connections
+from django.test import override_settings
+
+from dashboard import live
+from devtools.waiting import wait_until
+from inventory.access import ViewScope
+from inventory.models import Fleet
+from tests.queries.storefill import fleet_named
+
+
+@pytest.fixture
+def watched(db: None) -> Fleet:
+    fleet = fleet_named("live")
+    assert live.watch(ViewScope(fleet))
+    return fleet
+
+
+@pytest.fixture
+def computations(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[str], threading.Event]]:
+    """Counts computations; each one waits for the event before it returns."""
+    started: list[str] = []
+    release = threading.Event()
+
+    def compute(fleet: Fleet) -> dict[str, object]:
+        started.append(fleet.slug)
+        release.wait(30)
+        return {"panels": []}
+
+    monkeypatch.setattr(live, "overview_for_default_view", compute)
+    try:
+        yield started, release
+    finally:
+        release.set()
+
+
+def publish_in_thread() -> int:
+    try:
+        return live.overviews_publish()
+    finally:
+        connections.close_all()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_view_still_being_computed_is_skipped_rather_than_computed_twice(
+    watched: Fleet, computations: tuple[list[str], threading.Event]
+) -> None:
+    started, release = computations
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        first = pool.submit(publish_in_thread)
+        wait_until(lambda: started or None, timeout=10, what="the first computation")
+        # An overrunning run (or another worker) is still at it: this run leaves it alone.
+        assert live.overviews_publish() == 0
+        assert started == ["live"]
+        release.set()
+        assert first.result(timeout=30) == 1
+    # Once it is done the view is free again.
+    assert live.overviews_publish() == 1
+    assert started == ["live", "live"]
+
+
+def test_a_computation_that_fails_frees_its_view_for_the_next_run(
+    watched: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(fleet: Fleet) -> dict[str, object]:
+        raise RuntimeError("store unreadable")
+
+    monkeypatch.setattr(live, "overview_for_default_view", broken)
+    with pytest.raises(RuntimeError):
+        live.overviews_publish()
+    monkeypatch.setattr(live, "overview_for_default_view", lambda fleet: {"panels": []})
+    assert live.overviews_publish() == 1
+
+
+def test_each_push_says_when_it_was_made_and_when_the_page_must_call_it_stale(
+    watched: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(live, "overview_for_default_view", lambda fleet: {"panels": []})
+    with override_settings(FLEETSCOPE_SCRAPE_INTERVAL_SECONDS=15):
+        assert live.overviews_publish() == 1
+    pushed = live.latest_overview(ViewScope(watched))
+    assert pushed is not None
+    stamp = json.loads(pushed)["live"]
+    made = datetime.strptime(stamp["pushed_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    assert abs(datetime.now(UTC) - made) < timedelta(minutes=1)
+    assert stamp["interval_seconds"] == 15
+    # About two intervals: one late push is not yet stale, two missed ones are.
+    assert stamp["stale_after_seconds"] == 30
