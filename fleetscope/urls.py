@@ -10,8 +10,9 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
     path("favicon.ico", views.favicon, name="favicon"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/login/", views.admin_login, name="admin-login"),  # before the admin's own
     path("admin/", admin.site.urls),
     path("inventory/", include("inventory.urls")),
     path("incidents/", include("triage.urls")),

@@ -1,14 +1,21 @@
-"""Health endpoints and the favicon; the only views reachable without logging in."""
+"""Health endpoints, the favicon and the login pages: the only views reachable without
+logging in."""
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
+from django.contrib.auth.forms import AuthenticationForm
 from django.db.utils import DatabaseError
-from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.templatetags.static import static
+from django.urls import reverse
 from django.views.decorators.cache import cache_control, never_cache
 from django.views.decorators.http import require_GET, require_safe
 
+from fleetscope import login_limit
 from fleetscope.health import readiness_checks
 
 
@@ -52,3 +59,44 @@ def favicon(request: HttpRequest) -> HttpResponseRedirect:
     view, say): the static SVG the pages link to, served by whitenoise. A temporary
     redirect, so a browser never pins a static URL that may change."""
     return HttpResponseRedirect(static(FAVICON))
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login page, refusing an attempt over the limit (fleetscope.login_limit)
+    with a 429 before the password is checked."""
+
+    def _attempt(self) -> tuple[str, str]:
+        """The username typed and the client's address (uvicorn puts the real client there
+        from a trusted proxy's X-Forwarded-For: README, "Security")."""
+        return self.request.POST.get("username", ""), self.request.META.get("REMOTE_ADDR", "")
+
+    def post(self, request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        username, address = self._attempt()
+        refusal = login_limit.refusal(username, address)
+        if refusal is None:
+            return super().post(request, *args, **kwargs)
+        # An unbound form: a bound one would authenticate as soon as it is rendered.
+        form = AuthenticationForm(self.request, initial={"username": username[:150]})
+        context = self.get_context_data(form=form, refused=refusal.message)
+        response = self.render_to_response(context, status=429)
+        response["Retry-After"] = str(refusal.retry_after)
+        return response
+
+    def form_invalid(self, form: AuthenticationForm) -> HttpResponse:
+        login_limit.record_failure(*self._attempt())
+        return super().form_invalid(form)
+
+    def form_valid(self, form: AuthenticationForm) -> HttpResponse:
+        login_limit.clear(self._attempt()[0])
+        return super().form_valid(form)
+
+
+@login_not_required
+@never_cache
+def admin_login(request: HttpRequest) -> HttpResponseRedirect:
+    """The admin's own login page, sent to the rate-limited one: left alone it would be a
+    way around the limit. A POST is sent there too, its password unchecked."""
+    target = reverse("login")
+    if next_url := request.GET.get("next"):
+        target += "?" + urlencode({"next": next_url})  # LoginView checks it is ours
+    return HttpResponseRedirect(target)

@@ -36,6 +36,13 @@ class Runbook(models.Model):
     def __str__(self) -> str:
         return self.slug
 
+    @property
+    def external_link(self) -> str:
+        """`external_url` when a browser may follow it: the admin's form takes only web
+        addresses, but a row written another way could hold `javascript:`."""
+        scheme = self.external_url.split(":", 1)[0].strip().lower()
+        return self.external_url if scheme in ("http", "https") else ""
+
 
 class IncidentStatus(models.TextChoices):
     OPEN = "open", "Open"

@@ -97,3 +97,25 @@ def test_an_edited_runbook_body_stays_inert_on_its_page(owner_client: Client) ->
 
 def test_an_unknown_runbook_is_a_404(owner_client: Client) -> None:
     assert owner_client.get("/incidents/runbooks/no-such-leaf/").status_code == 404
+
+
+def test_direction_controls_in_markdown_are_shown_not_applied() -> None:
+    html = str(markdown_inert("# a\u202eb\n\nx\u202ey `c\u202ed`\n```\ne\u2066f\n```"))
+    assert "\u202e" not in html and "\u2066" not in html
+    assert '<h2 id="ab">a<span class="bidi-control"' in html  # the anchor stays plain
+    assert html.count("U+202E</span>") == 3 and "U+2066</span>" in html
+
+
+@pytest.mark.parametrize(
+    ("url", "link"),
+    [
+        ("https://wiki.example/kv", "https://wiki.example/kv"),
+        ("http://wiki.example/kv", "http://wiki.example/kv"),
+        ("javascript:alert(1)", ""),
+        (" JavaScript:alert(1)", ""),
+        ("java\tscript:alert(1)", ""),
+        ("data:text/html,<script>alert(1)</script>", ""),
+    ],
+)
+def test_only_a_web_address_is_linked_from_a_runbook(url: str, link: str) -> None:
+    assert Runbook(slug="x", title="x", external_url=url).external_link == link

@@ -1,7 +1,8 @@
 """Runbook Markdown made inert: a small subset (headings, bullet and numbered lists, code
 spans, fenced code, paragraphs) rendered from text that is HTML-escaped first, so a body
-edited in the admin can never carry markup, scripts or links that run. No Markdown library
-is a dependency, and a runbook needs no more than this."""
+edited in the admin can never carry markup, scripts or links that run; a link's Markdown
+shows as its text. Direction controls are shown as markers (fleetscope.lib.bidi). No
+Markdown library is a dependency, and a runbook needs no more than this."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import re
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import slugify
+
+from fleetscope.lib.bidi import bidi_marked
 
 HEADING = re.compile(r"^(#{1,4})\s+(.*)$")
 BULLET = re.compile(r"^\s*[-*]\s+(.*)$")
@@ -20,9 +23,13 @@ STRONG = re.compile(r"\*\*([^*]+)\*\*")
 
 def _inline(text: str) -> str:
     """Escaped text with `code` and **strong** spans; the spans hold escaped text only."""
-    escaped: str = str(escape(text))
+    escaped = bidi_marked(str(escape(text)))
     escaped = CODE_SPAN.sub(r"<code>\1</code>", escaped)
     return STRONG.sub(r"<strong>\1</strong>", escaped)
+
+
+def _code_block(lines: list[str]) -> str:
+    return "<pre><code>" + bidi_marked(str(escape("\n".join(lines)))) + "</code></pre>"
 
 
 def markdown_inert(text: str, *, anchor_prefix: str = "") -> SafeString:
@@ -61,7 +68,7 @@ def markdown_inert(text: str, *, anchor_prefix: str = "") -> SafeString:
     for line in text.splitlines():
         if fence is not None:
             if line.strip().startswith("```"):
-                out.append("<pre><code>" + escape("\n".join(fence)) + "</code></pre>")
+                out.append(_code_block(fence))
                 fence = None
             else:
                 fence.append(line)
@@ -93,7 +100,7 @@ def markdown_inert(text: str, *, anchor_prefix: str = "") -> SafeString:
             close_list()
             paragraph.append(line.strip())
     if fence is not None:  # an unclosed fence still shows its text
-        out.append("<pre><code>" + escape("\n".join(fence)) + "</code></pre>")
+        out.append(_code_block(fence))
     close_paragraph()
     close_list()
     # Safe: every piece of text above went through escape() before any tag was added.
