@@ -27,7 +27,7 @@ from blindspots.services import (
 from blindspots.types import VERDICT_ORDER
 from fleetscope.lib.utc import utc_text as shared_utc_text
 from fleetscope.lib.utc import utc_text_of_iso
-from inventory.access import fleet_for_user, fleets_for_user
+from inventory.access import Role, fleet_for_user, fleets_for_user, requires
 from inventory.models import Fleet
 
 # Files one upload may carry.
@@ -112,6 +112,7 @@ def page_context(
     }
 
 
+@requires(Role.VIEWER)
 @require_GET
 def blindspots_list(request: HttpRequest) -> HttpResponse:
     fleets = []
@@ -128,12 +129,14 @@ def blindspots_list(request: HttpRequest) -> HttpResponse:
     return render(request, "blindspots/list.html", {"section": "blindspots", "fleets": fleets})
 
 
+@requires(Role.VIEWER)
 @require_GET
 def fleet_blindspots(request: HttpRequest, fleet_slug: str) -> HttpResponse:
     fleet = fleet_for_user(request.user, slug=fleet_slug)
     return render(request, "blindspots/fleet.html", page_context(request, fleet, latest_run(fleet)))
 
 
+@requires(Role.VIEWER)
 @require_GET
 def fleet_blindspots_json(request: HttpRequest, fleet_slug: str) -> HttpResponse:
     fleet = fleet_for_user(request.user, slug=fleet_slug)
@@ -153,6 +156,7 @@ def fleet_blindspots_json(request: HttpRequest, fleet_slug: str) -> HttpResponse
     )
 
 
+@requires(Role.ONCALL)
 @require_POST
 def source_upload(request: HttpRequest, fleet_slug: str) -> HttpResponse:
     """Store what holds something to audit and run the audit again; say per file why any
@@ -187,6 +191,7 @@ def source_upload(request: HttpRequest, fleet_slug: str) -> HttpResponse:
     return render(request, "blindspots/fleet.html", context, status=status)
 
 
+@requires(Role.ONCALL)
 @require_POST
 def audit_rerun(request: HttpRequest, fleet_slug: str) -> HttpResponse:
     fleet = fleet_for_user(request.user, slug=fleet_slug)
@@ -195,6 +200,7 @@ def audit_rerun(request: HttpRequest, fleet_slug: str) -> HttpResponse:
     return redirect("blindspots-fleet", fleet.slug)
 
 
+@requires(Role.ONCALL)
 @require_POST
 def source_remove(request: HttpRequest, fleet_slug: str, source_id: int) -> HttpResponse:
     fleet = fleet_for_user(request.user, slug=fleet_slug)

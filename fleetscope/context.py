@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.http import HttpRequest
+from django.urls import resolve, reverse
+
+from inventory.access import Role, required_role, role_of
 
 
 @dataclass(frozen=True)
@@ -26,4 +29,21 @@ NAVIGATION: tuple[NavItem, ...] = (
 
 
 def navigation(request: HttpRequest) -> dict[str, object]:
-    return {"navigation": NAVIGATION}
+    """The sections the viewer's role may open (each view's own mark decides), and the role."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {"navigation": NAVIGATION}
+    role = role_of(user)
+    shown = tuple(
+        item
+        for item in NAVIGATION
+        if role >= required_role(resolve(reverse(item.url_name)).func, "GET")
+    )
+    # What the page may offer: forms above the viewer's role are not shown (the role
+    # middleware refuses them anyway).
+    return {
+        "navigation": shown,
+        "role_label": role.label,
+        "may_act": role >= Role.ONCALL,
+        "may_admin": role >= Role.ADMIN,
+    }

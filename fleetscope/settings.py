@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from fleetscope.env import Env, writable_dir
 from fleetscope.lib.channel_layers import redis_channel_layers
+from fleetscope.lib.redis_settings import RedisTimeouts, celery_transport_options, redis_caches
 
 env = Env()
 
@@ -68,10 +69,19 @@ else:
 
 _redis_url = env.url("REDIS_URL", frozenset({"redis", "rediss", "unix"}))
 REDIS_URL = _redis_url.geturl() if _redis_url else None
+# Every Redis client (cache, channel layer, Celery broker) fails within these, down or silent.
+REDIS_CONNECT_TIMEOUT_SECONDS = env.float("REDIS_CONNECT_TIMEOUT_SECONDS", 2.0, minimum=0.1)
+REDIS_TIMEOUT_SECONDS = env.float("REDIS_TIMEOUT_SECONDS", 3.0, minimum=0.1)
+_redis_timeouts = RedisTimeouts(REDIS_CONNECT_TIMEOUT_SECONDS, REDIS_TIMEOUT_SECONDS)
 
 _prometheus_url = env.url("PROMETHEUS_URL", frozenset({"http", "https"}))
 PROMETHEUS_URL = _prometheus_url.geturl().rstrip("/") if _prometheus_url else None
 PROMETHEUS_TIMEOUT_SECONDS = env.float("PROMETHEUS_TIMEOUT_SECONDS", 10.0, minimum=0.1)
+# One page (or live computation) waits this long for all its queries together, then shows
+# what came back and says the rest missed the deadline (queries/deadline.py).
+PROMETHEUS_BATCH_DEADLINE_SECONDS = env.float(
+    "PROMETHEUS_BATCH_DEADLINE_SECONDS", 15.0, minimum=0.1
+)
 
 FLEETSCOPE_SCRAPE_INTERVAL_SECONDS = env.int("FLEETSCOPE_SCRAPE_INTERVAL_SECONDS", 15, minimum=1)
 # Scrape limits per target (README, "Scraping"). Prometheus has the same knobs, off by default.
@@ -146,6 +156,7 @@ INSTALLED_APPS = [
     "slo",
     "capacity",
     "blindspots",
+    "audit",
 ]
 
 MIDDLEWARE = [
@@ -156,8 +167,12 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "fleetscope.middleware.ApiTokenMiddleware",
+    "audit.middleware.AuditActorMiddleware",
     "fleetscope.middleware.LoginRequiredMiddleware",
+    "fleetscope.middleware.RoleRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "fleetscope.sessions.IdleSessionMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -218,25 +233,43 @@ CSRF_COOKIE_SAMESITE = "Lax"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# FLEETSCOPE_HTTPS: users reach FleetScope over HTTPS only (README, "Security").
 _https = env.bool("FLEETSCOPE_HTTPS", default=False)
 SESSION_COOKIE_SECURE = _https
 CSRF_COOKIE_SECURE = _https
-if _https:
+# Behind a TLS-terminating proxy the request arrives as plain HTTP: Django may believe the
+# proxy's X-Forwarded-Proto only when the proxy always sets it (a client could send it too).
+if env.bool("FLEETSCOPE_TRUST_X_FORWARDED_PROTO", default=_https):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = _https
+# Probes and Alertmanager call the container directly, over plain HTTP inside its network:
+# a redirect would fail them and protect nothing (the request has already been sent).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^incidents/alertmanager/$"]
+SECURE_HSTS_SECONDS = env.int("FLEETSCOPE_HSTS_SECONDS", 365 * 86400 if _https else 0, minimum=0)
+# Names under FleetScope's own host only, never its parent domain's other hosts.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+# check --deploy asks for HSTS preload (security.W021). Preloading is for the owner of a
+# whole registrable domain to decide (browsers ship the list, and leaving it takes months);
+# FleetScope is one host in someone's domain, so the choice is not its to make.
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
+# Sessions end after this long without a request: fleetscope.sessions slides the expiry.
+SESSION_COOKIE_AGE = 60 * env.int("FLEETSCOPE_SESSION_IDLE_MINUTES", 12 * 60, minimum=5)
+# Failed logins per username and per client address, within the window, before further
+# attempts are refused (fleetscope.login_limit; the counts live in the cache).
+FLEETSCOPE_LOGIN_ATTEMPTS = env.int("FLEETSCOPE_LOGIN_ATTEMPTS", 5, minimum=1)
+FLEETSCOPE_LOGIN_WINDOW_MINUTES = env.int("FLEETSCOPE_LOGIN_WINDOW_MINUTES", 15, minimum=1)
 
 # --- Channels and Celery ---------------------------------------------------
 
 if REDIS_URL:
-    CHANNEL_LAYERS = redis_channel_layers(REDIS_URL)
+    CHANNEL_LAYERS = redis_channel_layers(REDIS_URL, timeouts=_redis_timeouts)
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 # Live overviews are computed once and read by every viewer: the cache must be shared
 # between processes in production (Redis), and is in-process in the embedded mode.
 if REDIS_URL:
-    CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
-    }
+    CACHES = redis_caches(REDIS_URL, _redis_timeouts)
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
@@ -250,13 +283,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = 120
 CELERY_TASK_TIME_LIMIT = 180
 CELERY_TIMEZONE = "UTC"
-CELERY_BROKER_CONNECTION_TIMEOUT = 5
+CELERY_BROKER_CONNECTION_TIMEOUT = REDIS_CONNECT_TIMEOUT_SECONDS
 # celery#6911: publishing to a dead broker can hang; bound every attempt.
-CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "socket_timeout": 5,
-    "socket_connect_timeout": 5,
-    "max_retries": 2,
-}
+CELERY_BROKER_TRANSPORT_OPTIONS = celery_transport_options(_redis_timeouts)
 
 LOGGING = {
     "version": 1,

@@ -2,10 +2,13 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
+from django.http import HttpRequest
+from django.utils import timezone
 
 from inventory.identity import normalised_target
-from inventory.models import Endpoint, Fleet, PrometheusSource, ScrapeRun
+from inventory.models import ApiToken, Endpoint, Fleet, PrometheusSource, ScrapeRun, TenantGrant
 
 
 class EndpointFormSet(BaseInlineFormSet):
@@ -54,3 +57,26 @@ class ScrapeRunAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: object) -> bool:
         return False
+
+
+@admin.register(TenantGrant)
+class TenantGrantAdmin(admin.ModelAdmin):
+    list_display = ("user", "fleet", "tenant")
+    list_filter = ("fleet",)
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens are created with `manage.py api_token create` (the secret is printed once, and
+    only there); here they are listed and revoked."""
+
+    list_display = ("name", "prefix", "scope", "user", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = ("name", "prefix", "scope", "user", "digest", "created_at", "last_used_at")
+    actions = ("revoke",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())

@@ -37,8 +37,9 @@ class EndpointSnapshot:
     families: dict[str, FamilySummary] | None
     last_run_at: datetime | None
     last_run_ok: bool | None
-    last_error: str
+    last_error: str  # as every role may read it (inventory.access.scrape_error_for_all)
     last_success_at: datetime | None
+    last_error_detail: str = ""  # as the scraper said it: for admins only
 
 
 @dataclass(frozen=True)

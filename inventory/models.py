@@ -258,3 +258,47 @@ class JobHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job} @ {self.last_run_at:%Y-%m-%dT%H:%M:%SZ}"
+
+
+class TenantGrant(models.Model):
+    """A tenant viewer's access: this user sees this tenant's cost and goodput on this
+    fleet, and nothing else of it (`inventory.access`)."""
+
+    user = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="tenant_grants")
+    fleet = models.ForeignKey(Fleet, on_delete=models.CASCADE, related_name="tenant_grants")
+    tenant = models.CharField(max_length=100)
+
+    class Meta:
+        ordering = ["fleet", "tenant"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "fleet", "tenant"], name="tenant_grant_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} sees tenant {self.tenant} on {self.fleet}"
+
+
+class TokenScope(models.TextChoices):
+    READ = "read", "read-only JSON, CSV and Markdown exports (GET)"
+    ALERTMANAGER = "alertmanager", "the Alertmanager webhook (POST)"
+
+
+class ApiToken(models.Model):
+    """A bearer token for a machine: scoped, acting with its user's role, kept only as a
+    SHA-256 digest (the token is shown once, at creation), revocable (`inventory.tokens`)."""
+
+    name = models.CharField(max_length=100, unique=True)
+    user = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="api_tokens")
+    scope = models.CharField(max_length=16, choices=TokenScope.choices)
+    prefix = models.CharField(max_length=12)  # the token's first characters, to tell it apart
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        state = "revoked" if self.revoked_at else self.scope
+        return f"{self.name} ({self.prefix}…, {state})"

@@ -13,6 +13,7 @@ from django.db.models import OuterRef, QuerySet, Subquery, TextField
 from django.db.models.functions import Cast
 
 from fleetscope.lib.lru import LruCache
+from inventory.access import scrape_error_for_all
 from inventory.drift import EndpointSnapshot
 from inventory.models import Endpoint, Fleet, ScrapeRun, ScrapeStatus
 
@@ -79,8 +80,10 @@ def endpoint_snapshots(*, fleet: Fleet) -> list[EndpointSnapshot]:
                 last_run_ok=None
                 if health.last_status is None
                 else health.last_status == ScrapeStatus.SUCCEEDED,
-                last_error=health.last_error or "",
+                # Findings are shared by every viewer: no error that tells ports apart.
+                last_error=scrape_error_for_all(health.last_error or "", health.last_error_kind),
                 last_success_at=health.last_success_at,
+                last_error_detail=health.last_error or "",
             )
         )
     return snapshots

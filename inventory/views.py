@@ -2,13 +2,12 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from inventory.access import fleet_for_user
+from inventory.access import Role, fleet_for_user, requires, role_of
 from inventory.forms import DiscoveryForm, EndpointForm
 from inventory.models import Endpoint
 from inventory.registration import DiscoveryError, endpoints_discover
@@ -16,12 +15,16 @@ from inventory.report import fleet_inventory_report
 from inventory.selectors import fleet_list
 
 
+@requires(Role.VIEWER)
+@require_GET
 def overview(request: HttpRequest) -> HttpResponse:
     return render(
         request, "inventory/overview.html", {"section": "inventory", "fleets": fleet_list()}
     )
 
 
+@requires(Role.VIEWER, post=Role.ADMIN)
+@require_http_methods(["GET", "POST"])
 def fleet_detail(request: HttpRequest, slug: str) -> HttpResponse:
     fleet = fleet_for_user(request.user, slug=slug)
     form = EndpointForm(request.POST or None, instance=Endpoint(fleet=fleet))
@@ -36,16 +39,21 @@ def fleet_detail(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "inventory/fleet_detail.html",
-        {"section": "inventory", "fleet": fleet, "report": report, "form": form},
+        {
+            "section": "inventory",
+            "fleet": fleet,
+            "report": report,
+            "form": form,
+            "is_admin": role_of(request.user) >= Role.ADMIN,
+        },
     )
 
 
+@requires(Role.ADMIN)
 @require_POST
 def fleet_discover(request: HttpRequest, slug: str) -> HttpResponse:
-    """Staff only: register the active targets of one of the fleet's Prometheus sources,
+    """Admins only: register the active targets of one of the fleet's Prometheus sources,
     say how it went in a message, and go back to the inventory page."""
-    if not request.user.is_staff:
-        raise PermissionDenied("only staff may discover targets")
     fleet = fleet_for_user(request.user, slug=slug)
     form = DiscoveryForm(request.POST, fleet=fleet)
     if not form.is_valid():

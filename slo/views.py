@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
 
-from inventory.access import fleet_for_user
+from inventory.access import Role, fleet_for_user, requires
 from inventory.models import Fleet
 from slo import pages
 from slo.forms import SloForm
@@ -39,15 +39,21 @@ def _list_page(request: HttpRequest, fleets: list[Fleet], fleet: Fleet | None) -
     return render(request, "slo/slo_list.html", context)
 
 
+@requires(Role.VIEWER)
+@require_GET
 def slo_list(request: HttpRequest) -> HttpResponse:
     return _list_page(request, pages.fleets_visible(request.user), None)
 
 
+@requires(Role.VIEWER)
+@require_GET
 def fleet_slo_list(request: HttpRequest, fleet_slug: str) -> HttpResponse:
     fleet = fleet_for_user(request.user, slug=fleet_slug)
     return _list_page(request, [fleet], fleet)
 
 
+@requires(Role.VIEWER)
+@require_GET
 def slo_detail(request: HttpRequest, fleet_slug: str, slo_slug: str) -> HttpResponse:
     fleet = fleet_for_user(request.user, slug=fleet_slug)
     slo = pages.slo_get(fleet=fleet, slug=slo_slug)
@@ -78,6 +84,8 @@ def slo_detail(request: HttpRequest, fleet_slug: str, slo_slug: str) -> HttpResp
     return render(request, "slo/slo_detail.html", context)
 
 
+@requires(Role.VIEWER)
+@require_GET
 def slo_detail_json(request: HttpRequest, fleet_slug: str, slo_slug: str) -> HttpResponse:
     fleet = fleet_for_user(request.user, slug=fleet_slug)
     slo = pages.slo_get(fleet=fleet, slug=slo_slug)
@@ -88,6 +96,7 @@ def slo_detail_json(request: HttpRequest, fleet_slug: str, slo_slug: str) -> Htt
     return JsonResponse(pages.slo_status_get(slo=slo, params=params).to_dict())
 
 
+@requires(Role.ADMIN)
 @require_http_methods(["GET", "POST"])
 def slo_new(request: HttpRequest, fleet_slug: str) -> HttpResponse:
     """A new SLO for the fleet: GET shows the form (`?preset=chat` fills it in), POST

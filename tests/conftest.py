@@ -14,6 +14,7 @@ from django.core.cache import cache
 from django.test import Client
 
 from inventory import scraping
+from tests.roles import user_with_role
 
 # Redis is real in tests: CI and the project machine run it on loopback.
 TEST_REDIS_URL = os.environ.get("FLEETSCOPE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
@@ -41,7 +42,8 @@ def _empty_cache() -> Iterator[None]:
 
 @pytest.fixture
 def owner(db: None) -> User:
-    return User.objects.create_user("owner", password="owner-password-1")
+    """A fleet's owner: an admin, who may do everything the pages offer."""
+    return user_with_role("owner", "admin", password="owner-password-1")
 
 
 @pytest.fixture

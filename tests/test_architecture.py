@@ -24,10 +24,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SKIPPED_DIRS = frozenset({".venv", "var", "migrations", "__pycache__", "node_modules"})
 
 PAGE_APPS = ("dashboard", "slo", "triage", "capacity", "blindspots")
-APPS = ("fleetscope", "inventory", "queries", *PAGE_APPS, "fleetsim")
+APPS = ("fleetscope", "inventory", "queries", *PAGE_APPS, "audit", "fleetsim")
 TOOLS = ("devtools", "benchmarks")
 DJANGO = ("django", "channels", "celery")
-PROJECT = ("fleetscope", "inventory", "queries", *PAGE_APPS, "devtools")
+PROJECT = ("fleetscope", "inventory", "queries", *PAGE_APPS, "audit", "devtools")
 
 # Packages entered from outside only through their face (the package itself).
 FACED = (

@@ -10,12 +10,13 @@ from dataclasses import replace
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.views.decorators.http import require_GET
 
 from capacity.cost import NO_PRICE, CostInputError, report_csv, tenant_view
 from capacity.models import CostReportRecord, FleetPrice
 from capacity.pages import cost as cost_pages
 from capacity.services import CostReview, cost_review
-from inventory.access import fleet_for_user, fleets_for_user
+from inventory.access import Role, fleet_for_user, fleets_for_user, requires, role_of, view_scope
 from inventory.models import Fleet
 
 SECTION = "cost"
@@ -27,9 +28,14 @@ def _bad_request(request: HttpRequest, fleet: Fleet, message: str) -> HttpRespon
     return render(request, "capacity/fleet_cost.html", context, status=400)
 
 
+@requires(Role.TENANT)
+@require_GET
 def cost_index(request: HttpRequest) -> HttpResponse:
     fleets = fleets_for_user(request.user)
     prices = {p.fleet_id: p for p in FleetPrice.objects.filter(fleet__in=fleets)}
+    # A tenant viewer's row: the fleet and its price, not the other tenants' rules or the
+    # stored reports that hold every tenant.
+    whole = role_of(request.user) >= Role.VIEWER
     rows = []
     for fleet in fleets:
         price = prices.get(fleet.pk)
@@ -38,14 +44,23 @@ def cost_index(request: HttpRequest) -> HttpResponse:
                 "fleet": fleet,
                 "price": price if price and price.price_per_gpu_hour_usd is not None else None,
                 "platform": price.platform_cost_usd_per_month if price else None,
-                "rules": fleet.tenant_rules.count(),
-                "reports": list(CostReportRecord.objects.filter(fleet=fleet)[:3]),
+                "rules": fleet.tenant_rules.count() if whole else None,
+                "reports": list(CostReportRecord.objects.filter(fleet=fleet)[:3]) if whole else [],
             }
         )
-    return render(request, "capacity/cost_index.html", {"section": SECTION, "rows": rows})
+    context = {"section": SECTION, "rows": rows, "whole": whole}
+    return render(request, "capacity/cost_index.html", context)
 
 
-def _scoped(fleet: Fleet, period: cost_pages.Period) -> CostReview:
+def _period(request: HttpRequest, fleet: Fleet) -> cost_pages.Period:
+    """The period asked for, cut to what the viewer may see: a tenant viewer always sees
+    one of their tenants (another tenant's name is a 404, as a foreign fleet is)."""
+    period = cost_pages.period_parse(request.GET)
+    tenant = view_scope(request.user, fleet, tenant=period.tenant).tenant
+    return period if tenant == period.tenant else replace(period, tenant=tenant)
+
+
+def _scoped(request: HttpRequest, fleet: Fleet, period: cost_pages.Period) -> CostReview:
     """The period's report, cut to one tenant when `?tenant=` names one."""
     review = cost_review(fleet, start=period.start, end=period.end, backend=period.backend)
     if period.tenant is None:
@@ -53,18 +68,25 @@ def _scoped(fleet: Fleet, period: cost_pages.Period) -> CostReview:
     try:
         return replace(review, report=tenant_view(review.report, period.tenant))
     except CostInputError as exc:
+        if role_of(request.user) == Role.TENANT:
+            # The full message lists the period's tenants: not a tenant viewer's to see.
+            raise cost_pages.ParameterError(
+                f"no usage of tenant {period.tenant!r} in this period"
+            ) from None
         raise cost_pages.ParameterError(exc.message) from None
 
 
 def _review(request: HttpRequest, fleet: Fleet) -> CostReview:
-    return _scoped(fleet, cost_pages.period_parse(request.GET))
+    return _scoped(request, fleet, _period(request, fleet))
 
 
+@requires(Role.TENANT)
+@require_GET
 def fleet_cost(request: HttpRequest, fleet_slug: str) -> HttpResponse:
     fleet = fleet_for_user(request.user, slug=fleet_slug)
     try:
-        period = cost_pages.period_parse(request.GET)
-        review = _scoped(fleet, period)
+        period = _period(request, fleet)
+        review = _scoped(request, fleet, period)
     except cost_pages.ParameterError as exc:
         return _bad_request(request, fleet, str(exc))
     report = review.report
@@ -103,7 +125,8 @@ def fleet_cost(request: HttpRequest, fleet_slug: str) -> HttpResponse:
         "trend": {"figure": figure, "basis": basis, "priced": priced},
         "bucket_text": cost_pages.bucket_text(cost_pages.bucket_size(period.start, period.end)),
         "query": period.query,
-        "stored": CostReportRecord.objects.filter(fleet=fleet),
+        # Stored monthly reports hold every tenant: not part of one tenant's view.
+        "stored": CostReportRecord.objects.filter(fleet=fleet) if period.tenant is None else [],
         "from_text": request.GET.get("from", ""),
         "to_text": request.GET.get("to", ""),
     }
@@ -116,6 +139,8 @@ def _download(content: str, content_type: str, filename: str) -> HttpResponse:
     return response
 
 
+@requires(Role.TENANT)
+@require_GET
 def fleet_cost_csv(request: HttpRequest, fleet_slug: str) -> HttpResponse:
     fleet = fleet_for_user(request.user, slug=fleet_slug)
     try:
@@ -126,6 +151,8 @@ def fleet_cost_csv(request: HttpRequest, fleet_slug: str) -> HttpResponse:
     return _download(report_csv(review.report), "text/csv; charset=utf-8", name)
 
 
+@requires(Role.TENANT)
+@require_GET
 def fleet_cost_json(request: HttpRequest, fleet_slug: str) -> HttpResponse:
     fleet = fleet_for_user(request.user, slug=fleet_slug)
     try:
@@ -137,6 +164,8 @@ def fleet_cost_json(request: HttpRequest, fleet_slug: str) -> HttpResponse:
     return _download(content, "application/json", name)
 
 
+@requires(Role.VIEWER)
+@require_GET
 def stored_report_csv(request: HttpRequest, fleet_slug: str, report_id: int) -> HttpResponse:
     fleet = fleet_for_user(request.user, slug=fleet_slug)
     record = CostReportRecord.objects.filter(fleet=fleet, pk=report_id).first()

@@ -18,7 +18,7 @@ from capacity.models import CapacityPlan, GpuProfile, ModelProfile
 from capacity.pages import params
 from capacity.pages import review as review_rows
 from capacity.plans import PlanReview, plan_review
-from inventory.access import fleet_for_user, fleets_for_user
+from inventory.access import Role, fleet_for_user, fleets_for_user, requires
 from inventory.models import Fleet
 
 SECTION = "capacity"
@@ -46,6 +46,7 @@ def _reviews(request: HttpRequest, fleet: Fleet) -> tuple[str, list[PlanReview]]
     return backend, [plan_review(fleet, model_name=name, backend=backend) for name in names]
 
 
+@requires(Role.VIEWER)
 @require_GET
 def capacity_index(request: HttpRequest) -> HttpResponse:
     fleets = fleets_for_user(request.user)
@@ -62,6 +63,7 @@ def capacity_index(request: HttpRequest) -> HttpResponse:
     return render(request, "capacity/review_index.html", context)
 
 
+@requires(Role.ADMIN)
 @require_http_methods(["GET", "POST"])
 def model_profile_new(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
@@ -79,6 +81,7 @@ def model_profile_new(request: HttpRequest) -> HttpResponse:
     return render(request, "capacity/profile_new.html", {"section": SECTION, "form": form})
 
 
+@requires(Role.VIEWER)
 @require_GET
 def fleet_capacity(request: HttpRequest, fleet_slug: str) -> HttpResponse:
     fleet = fleet_for_user(request.user, slug=fleet_slug)
@@ -98,6 +101,7 @@ def fleet_capacity(request: HttpRequest, fleet_slug: str) -> HttpResponse:
     return render(request, "capacity/fleet_capacity.html", context)
 
 
+@requires(Role.VIEWER)
 @require_GET
 def fleet_capacity_json(request: HttpRequest, fleet_slug: str) -> HttpResponse:
     fleet = fleet_for_user(request.user, slug=fleet_slug)

@@ -16,17 +16,18 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
-from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render, resolve_url
 from django.utils import timezone
+from django.views.decorators.http import require_GET
 
 from blindspots import new_blind_spots
 from dashboard.live import default_backend, latest_overview, watch
 from dashboard.overview import Backend, OverviewRequest, overview_compute, overview_json
 from dashboard.panels import GROUP_TITLES, PANELS, Group
 from dashboard.timerange import DEFAULT_RANGE, RANGES, RangeError, TimeRange, parse_range
-from inventory.access import fleet_for_user, view_scope
+from fleetscope.lib import shared_cache
+from inventory.access import Role, fleet_for_user, requires, view_scope
 from inventory.models import EndpointInventory, EndpointKind, Fleet
 from inventory.store import label_values, label_values_ever
 from queries import Window
@@ -175,6 +176,7 @@ def _page(request: HttpRequest, slug: str, group: Group | None) -> HttpResponse:
         "instance": request.GET.get("instance", ""),
         "query": request.GET.urlencode(),
         "live": live,
+        "live_interval": settings.FLEETSCOPE_SCRAPE_INTERVAL_SECONDS,
         "problem": problem,
         "login_url": resolve_url(settings.LOGIN_URL),
         "blind_spots_new": len(new_blind_spots(fleet)),
@@ -182,10 +184,14 @@ def _page(request: HttpRequest, slug: str, group: Group | None) -> HttpResponse:
     return render(request, "dashboard/fleet_overview.html", context)
 
 
+@requires(Role.VIEWER)
+@require_GET
 def fleet_overview(request: HttpRequest, slug: str) -> HttpResponse:
     return _page(request, slug, None)
 
 
+@requires(Role.VIEWER)
+@require_GET
 def fleet_group(request: HttpRequest, slug: str, group: str) -> HttpResponse:
     try:
         chosen = Group(group)
@@ -194,6 +200,8 @@ def fleet_group(request: HttpRequest, slug: str, group: str) -> HttpResponse:
     return _page(request, slug, chosen)
 
 
+@requires(Role.VIEWER)
+@require_GET
 @login_not_required  # it answers a signed-out poller itself, in JSON (see below)
 def fleet_overview_json(request: HttpRequest, slug: str) -> HttpResponse:
     if not request.user.is_authenticated:
@@ -229,7 +237,7 @@ def fleet_overview_json(request: HttpRequest, slug: str) -> HttpResponse:
     tick = int(span.end.timestamp() // span.step_seconds)
     view = hashlib.sha256(repr((filters, group, tick)).encode()).hexdigest()
     key = f"fleetscope:view:{scope.key}:{view}"
-    payload = cache.get(key)
+    payload = shared_cache.get(key)
     if payload is None:
         window = Window(span.start, span.end, span.step_seconds)
         overview = OverviewRequest(
@@ -240,6 +248,12 @@ def fleet_overview_json(request: HttpRequest, slug: str) -> HttpResponse:
             instance=filters.instance,
             group=group,
         )
-        payload = overview_json(overview_compute(overview))
-        cache.set(key, payload, timeout=int(span.step_seconds))
+        computed = overview_compute(overview)
+        payload = overview_json(computed)
+        shared_cache.put(key, payload, timeout=int(span.step_seconds))
+        if (trouble := shared_cache.trouble()) is not None:
+            # The cache is an optimisation: without it this viewer still gets the data,
+            # and the page learns why nothing will be pushed (its banner; it polls).
+            computed["live_updates"] = {"status": "off", "message": trouble}
+            payload = overview_json(computed)
     return HttpResponse(payload, content_type="application/json")

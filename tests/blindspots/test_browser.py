@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import User
 from playwright.sync_api import Browser, Dialog, Page, ViewportSize, expect
 
 from tests.blindspots.audit_fleets import DASHBOARD, REPLICAS, RULES, skewed_fleet
 from tests.browser import asgi_server, chromium, screenshot_path
+from tests.roles import user_with_role
 
 pytestmark = [
     pytest.mark.browser,
@@ -27,7 +27,7 @@ PASSWORD = "viewer-password-1"
 
 @pytest.fixture
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    User.objects.create_user("viewer", password=PASSWORD)
+    user_with_role("viewer", "oncall", password=PASSWORD)
     skewed_fleet(tmp_path_factory)
     with asgi_server() as url:
         yield url

@@ -9,13 +9,13 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client, override_settings
 
 from blindspots.models import AuditRun, AuditSource
 from inventory.models import Fleet
 from tests.blindspots.audit_fleets import DASHBOARD, REPLICAS, RULES, steady_fleet
+from tests.roles import user_with_role
 
 pytestmark = pytest.mark.django_db
 
@@ -120,7 +120,7 @@ def test_bad_uploads_are_refused_per_file_and_the_page_keeps_working(
 
 
 def test_forms_are_posts_with_csrf_and_delete_runs_the_audit_again(steady: Fleet) -> None:
-    User.objects.create_user("csrf", password="csrf-password-1")
+    user_with_role("csrf", "oncall", password="csrf-password-1")
     client = Client(enforce_csrf_checks=True)
     client.login(username="csrf", password="csrf-password-1")
 

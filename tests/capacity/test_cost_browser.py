@@ -7,12 +7,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from capacity.pages.cost import iso
 from inventory.models import Fleet
 from tests.browser import asgi_server, chromium, screenshot_path
+from tests.roles import user_with_role
 
 pytestmark = [
     pytest.mark.browser,
@@ -32,7 +32,7 @@ def server() -> Iterator[str]:
 def test_the_cost_page_shows_the_tenant_table_and_draws_the_trend(
     server: str, own_sim_fleet: Fleet
 ) -> None:
-    User.objects.create_user("viewer", password=PASSWORD)
+    user_with_role("viewer", "viewer", password=PASSWORD)
     end = datetime.now(UTC).replace(second=0, microsecond=0)
     path = f"/cost/sim/?from={iso(end - timedelta(hours=1))}&to={iso(end)}"
     with chromium() as browser:

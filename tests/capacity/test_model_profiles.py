@@ -14,6 +14,7 @@ from capacity.model_profiles import model_profile_from_config
 from capacity.models import ModelProfile
 from capacity.profiles import ModelConfigError
 from tests.capacity.conftest import LLAMA_8B_CONFIG
+from tests.roles import user_with_role
 
 pytestmark = pytest.mark.django_db
 
@@ -116,10 +117,9 @@ def test_the_form_shows_a_refusal_naming_the_field(
 
 
 def test_the_form_needs_a_csrf_token() -> None:
-    from django.contrib.auth.models import User
 
     client = Client(enforce_csrf_checks=True)
-    client.force_login(User.objects.create_user("csrf", password="csrf-password-1"))
+    client.force_login(user_with_role("csrf", "admin", password="csrf-password-1"))
     response = client.post(NEW, {"name": "x", "config_text": json.dumps(LLAMA_8B_CONFIG)})
     assert response.status_code == 403
     assert not ModelProfile.objects.exists()

@@ -8,13 +8,13 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from django.contrib.auth.models import User
 from playwright.sync_api import Browser, Page, ViewportSize, expect
 
 from capacity.plans import plan_review
 from inventory.models import Fleet
 from tests.browser import asgi_server, chromium, screenshot_path
 from tests.capacity.conftest import LLAMA_8B_CONFIG
+from tests.roles import user_with_role
 
 pytestmark = [
     pytest.mark.browser,
@@ -45,7 +45,7 @@ def logged_in(browser: Browser, url: str, path: str) -> Page:
 def test_the_capacity_review_of_the_simulated_fleet_reads_answer_first(
     server: str, own_sim_fleet: Fleet
 ) -> None:
-    User.objects.create_user("viewer", password=PASSWORD)
+    user_with_role("viewer", "admin", password=PASSWORD)  # it also adds a model profile
     # The simulated traffic follows the time of day: R_total is what the review says (read
     # before the browser starts: its event loop forbids database calls in this thread).
     r_totals = {}

@@ -18,6 +18,7 @@ from fleetscope.lib.channel_layers import redis_channel_layers
 from inventory.access import ViewScope
 from inventory.models import Fleet
 from tests.conftest import TEST_REDIS_URL, channel_layer
+from tests.roles import user_with_role
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -38,7 +39,7 @@ async def fleet() -> Fleet:
 @pytest.fixture
 async def session_cookie() -> AsyncIterator[str]:
     def login() -> str:
-        User.objects.create_user("viewer", password="viewer-password-1")
+        user_with_role("viewer", "viewer", password="viewer-password-1")
         client = Client()
         assert client.login(username="viewer", password="viewer-password-1")
         return client.cookies["sessionid"].value
@@ -94,6 +95,33 @@ async def test_an_anonymous_socket_is_closed(fleet: Fleet) -> None:
     connected, code = await ws.connect(timeout=ANSWER_SECONDS)
     assert not connected
     assert code == 4401
+
+
+@pytest.mark.parametrize("role", ["none", "tenant", "oncall", "admin"])
+async def test_only_viewers_and_above_may_watch_the_overview(fleet: Fleet, role: str) -> None:
+    def login() -> str:
+        if role == "none":
+            User.objects.create_user("plain", password="plain-password-1")
+            name = "plain"
+        else:
+            more = {"fleet_slug": fleet.slug, "tenant": "acme"} if role == "tenant" else {}
+            name = f"a-{role}"
+            user_with_role(name, role, password="role-password-1", **more)
+        client = Client()
+        assert client.login(
+            username=name, password="plain-password-1" if role == "none" else "role-password-1"
+        )
+        return client.cookies["sessionid"].value
+
+    cookie = await sync_to_async(login)()
+    ws = communicator(fleet, cookie=cookie, origin="http://127.0.0.1")
+    connected, code = await ws.connect(timeout=ANSWER_SECONDS)
+    if role in ("none", "tenant"):
+        # A tenant viewer sees its cost, not the fleet's overview: the same refusal.
+        assert (connected, code) == (False, 4403)
+    else:
+        assert connected
+        await ws.disconnect()
 
 
 @pytest.mark.parametrize("origin", ["http://evil.example", "null", None])

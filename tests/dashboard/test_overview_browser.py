@@ -20,7 +20,6 @@ from urllib.parse import quote
 
 import pytest
 from asgiref.sync import async_to_sync
-from django.contrib.auth.models import User
 from django.db import connections
 from django.test import override_settings
 from django.utils import timezone
@@ -34,6 +33,7 @@ from tests.browser import asgi_server, chromium, screenshot_path
 from tests.conftest import TEST_REDIS_URL, channel_layer
 from tests.dashboard.replicafill import END, replica
 from tests.queries.storefill import T0, fleet_named
+from tests.roles import user_with_role
 
 pytestmark = [
     pytest.mark.browser,
@@ -69,7 +69,7 @@ def seconds_ago(seconds: float) -> float:
 
 @pytest.fixture
 def site(server: str) -> Site:
-    User.objects.create_user("viewer", password=PASSWORD)
+    user_with_role("viewer", "viewer", password=PASSWORD)
     fleet = fleet_named("browser")
     start = seconds_ago(END + 20)
     for name in ("10.0.0.1:8000", "10.0.0.2:8000", "10.0.0.3:8000"):

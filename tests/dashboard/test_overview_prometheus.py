@@ -35,6 +35,7 @@ from queries import Window
 from tests.dashboard.replicafill import replica
 from tests.inventory.badservers import html_error_page, json_answer, serving
 from tests.queries.storefill import fleet_named
+from tests.roles import user_with_role
 
 Responder = Callable[[BaseHTTPRequestHandler], None]
 
@@ -258,10 +259,9 @@ WRONG_SHAPES = {
 
 @pytest.fixture
 def viewer(fleet: Fleet) -> Client:
-    from django.contrib.auth.models import User
 
     client = Client()
-    client.force_login(User.objects.create_user("viewer", password="viewer-password-1"))
+    client.force_login(user_with_role("viewer", "viewer", password="viewer-password-1"))
     return client
 
 

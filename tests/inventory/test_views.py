@@ -14,6 +14,7 @@ from inventory.services import fleet_scrape
 from inventory.targets import TargetSpec
 from tests.inventory.badservers import send_body, serving
 from tests.inventory.promfleet import PrometheusOverFleet, prometheus_over_fleet
+from tests.roles import user_with_role
 
 pytestmark = pytest.mark.django_db
 
@@ -123,7 +124,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusO
 
 @pytest.fixture
 def staff(db: None) -> User:
-    return User.objects.create_user("operator", password="operator-password-1", is_staff=True)
+    return user_with_role("operator", "admin", password="operator-password-1")
 
 
 @pytest.fixture
@@ -164,13 +165,21 @@ def test_staff_are_told_how_to_add_a_source_when_the_fleet_has_none(staff_client
     assert "import_targets --from-prometheus URL --fleet bare" in html
 
 
-def test_non_staff_neither_see_the_form_nor_may_post_it(owner_client: Client) -> None:
+@pytest.mark.parametrize("role", ["viewer", "oncall"])
+def test_below_admin_neither_see_the_forms_nor_may_post_them(role: str) -> None:
     fleet = fleet_ensure(slug="disc")
     source = source_of(fleet, "http://127.0.0.1:9")
-    html = owner_client.get(reverse("inventory-fleet-detail", args=["disc"])).content.decode()
-    assert "Discover targets" not in html
-    response = owner_client.post(discover_url("disc"), {"source": source.pk})
+    client = Client()
+    client.force_login(user_with_role("someone", role))
+    html = client.get(reverse("inventory-fleet-detail", args=["disc"])).content.decode()
+    assert "Discover targets" not in html and "Add endpoint" not in html
+    assert "Endpoints are registered by admins." in html
+    response = client.post(discover_url("disc"), {"source": source.pk})
     assert response.status_code == 403
+    registered = client.post(
+        reverse("inventory-fleet-detail", args=["disc"]), {"url": "http://127.0.0.1:9/metrics"}
+    )
+    assert registered.status_code == 403
     assert not Endpoint.objects.exists()
 
 

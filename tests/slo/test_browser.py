@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import User
 from playwright.sync_api import Browser, Page, ViewportSize, expect
 
 from fleetsim.history import History
@@ -25,6 +24,7 @@ from inventory.history import history_import
 from slo.evaluation import slo_status
 from slo.models import Objective, Slo
 from tests.browser import asgi_server, chromium, screenshot_path
+from tests.roles import user_with_role
 from tests.slo.conftest import END
 
 pytestmark = [
@@ -92,7 +92,7 @@ def burning_target(slo: Slo) -> float:
 
 @pytest.fixture
 def site(server: str, burst_history: Path, current_history: Path) -> Site:
-    User.objects.create_user("viewer", password=PASSWORD)
+    user_with_role("viewer", "viewer", password=PASSWORD)
     burst = history_import(fleet_slug="burst", fleet_name="Burst", path=burst_history).fleet
     burning = Slo.objects.create(
         fleet=burst, slug="chat-ttft", name="Chat TTFT", owner="llm-platform", window_days=7,

@@ -21,13 +21,13 @@ from typing import Any
 
 import httpx
 import pytest
-from django.contrib.auth.models import User
 from playwright.sync_api import Browser, Page, ViewportSize, expect
 
 from devtools.waiting import wait_until
 from fleetscope.lib.utc import utc_iso, utc_text, utc_text_of_iso
 from inventory.history import history_import
 from tests.browser import asgi_server, chromium, screenshot_path
+from tests.roles import user_with_role
 from tests.triage.factories import TOKEN
 from tests.triage.walk.scenario_walks import history_of, incident_window
 from triage.export import NOTHING_APPLIED, figure_row
@@ -107,7 +107,7 @@ def scene(server: str, settings: Any, tmp_path: Path) -> Scene:
     settings.FLEETSCOPE_ALERTMANAGER_TOKEN = TOKEN
     # The runbooks come from a data migration; an earlier transactional test flushed them.
     runbooks_seed(Runbook)
-    User.objects.create_user("viewer", password=PASSWORD)
+    user_with_role("viewer", "viewer", password=PASSWORD)
 
     history = history_of("gpu-throttle", seed=0)
     path = tmp_path / "prod.om"

@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from tests.roles import user_with_role
 from tests.triage.factories import HOSTILE, a_fleet, a_walk, an_incident, walk_substituted
 from triage.incidents import incident_note, incident_resolve, incident_walk_record
 from triage.models import Incident, IncidentStatus
@@ -224,3 +225,15 @@ def test_a_walk_without_charts_loads_no_plotting_script(owner_client: Client) ->
     page = owner_client.get(f"/incidents/{incident.pk}/").content.decode()
     assert 'id="charts"' not in page and "plotly" not in page
     assert '<th scope="col">A day earlier</th>' not in page
+
+
+@pytest.mark.parametrize(("role", "offered"), [("viewer", False), ("oncall", True)])
+def test_the_forms_are_offered_only_to_roles_that_may_use_them(role: str, offered: bool) -> None:
+    incident = an_incident(a_fleet())
+    incident_walk_record(incident, a_walk())
+    client = Client()
+    client.force_login(user_with_role(f"u-{role}", role))
+    page = client.get(f"/incidents/{incident.pk}/").content.decode()
+    assert ('id="note-form"' in page) is offered and ('id="status-actions"' in page) is offered
+    listing = client.get("/incidents/").content.decode()
+    assert ('id="incident-new-link"' in listing) is offered

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 
+from inventory.access import Role, requires
 from triage.export import evidence_markdown, evidence_pack
 from triage.views.incidents import incident_for_user
 
@@ -13,6 +14,7 @@ def _filename(incident_id: int, extension: str) -> str:
     return f'inline; filename="incident-{incident_id}-evidence.{extension}"'
 
 
+@requires(Role.VIEWER)
 @require_GET
 def evidence_md(request: HttpRequest, incident_id: int) -> HttpResponse:
     pack = evidence_pack(incident_for_user(request, incident_id))
@@ -21,6 +23,7 @@ def evidence_md(request: HttpRequest, incident_id: int) -> HttpResponse:
     return response
 
 
+@requires(Role.VIEWER)
 @require_GET
 def evidence_json(request: HttpRequest, incident_id: int) -> HttpResponse:
     pack = evidence_pack(incident_for_user(request, incident_id))

@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from fleetscope.lib.utc import utc_text, utc_text_of_iso
-from inventory.access import fleet_for_user
+from inventory.access import Role, fleet_for_user, requires
 from triage import incidents as services
 from triage.export import NOTHING_APPLIED, figure_row, walk_tree
 from triage.figures import figures_by_id, walk_charts
@@ -42,6 +42,7 @@ def incident_for_user(request: HttpRequest, incident_id: int) -> Incident:
     return incident
 
 
+@requires(Role.VIEWER)
 @require_GET
 def incident_list(request: HttpRequest) -> HttpResponse:
     rank = Case(
@@ -71,6 +72,7 @@ def _row(incident: Incident) -> dict[str, Any]:
     }
 
 
+@requires(Role.ONCALL)
 @require_http_methods(["GET", "POST"])
 def incident_new(request: HttpRequest) -> HttpResponse:
     """GET: the form (`?fleet=<slug>` preselects one). POST: open the incident, walk the
@@ -234,6 +236,7 @@ def canary_view(canary: Mapping[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+@requires(Role.VIEWER)
 @require_GET
 def incident_detail(request: HttpRequest, incident_id: int) -> HttpResponse:
     incident = incident_for_user(request, incident_id)
@@ -265,6 +268,7 @@ def incident_detail(request: HttpRequest, incident_id: int) -> HttpResponse:
     return render(request, "triage/incident_detail.html", context)
 
 
+@requires(Role.ONCALL)
 @require_POST
 def incident_note_add(request: HttpRequest, incident_id: int) -> HttpResponse:
     incident = incident_for_user(request, incident_id)
@@ -281,6 +285,7 @@ def incident_note_add(request: HttpRequest, incident_id: int) -> HttpResponse:
     return redirect("triage-incident-detail", incident.pk)
 
 
+@requires(Role.ONCALL)
 @require_POST
 def incident_status_set(request: HttpRequest, incident_id: int) -> HttpResponse:
     incident = incident_for_user(request, incident_id)
@@ -302,6 +307,7 @@ def incident_status_set(request: HttpRequest, incident_id: int) -> HttpResponse:
     return redirect("triage-incident-detail", incident.pk)
 
 
+@requires(Role.ONCALL)
 @require_POST
 def incident_walk_now(request: HttpRequest, incident_id: int) -> HttpResponse:
     """Walk the tree again now (synchronously) and show the new walk."""
