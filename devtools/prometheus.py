@@ -29,11 +29,11 @@ def binary(name: str) -> str:
 
 @contextmanager
 def running_prometheus(
-    config: Path, data_dir: Path, *extra: str, timeout: float = 30.0
+    config: Path, data_dir: Path, *extra: str, timeout: float = 30.0, port: int | None = None
 ) -> Iterator[str]:
-    """A real Prometheus on a free loopback port, ready within `timeout` seconds; yields
-    its base URL."""
-    port = free_port()
+    """A real Prometheus on a free loopback port (or `port`: the same one again, for a
+    restart), ready within `timeout` seconds; yields its base URL."""
+    port = port or free_port()
     args = [
         binary("prometheus"),
         f"--config.file={config}",

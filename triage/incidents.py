@@ -239,20 +239,42 @@ def _walk_in_thread(incident_id: int) -> None:
         close_old_connections()  # this thread's connection is not request-scoped
 
 
+def _walk_thread_start(incident_id: int) -> None:
+    threading.Thread(
+        target=_walk_in_thread, args=(incident_id,), name="fleetscope-walk", daemon=True
+    ).start()
+
+
 def incident_walk_enqueue(incident: Incident) -> None:
     """Walk the incident once the current transaction commits: a Celery task in production,
-    a short-lived thread beside the web server in the embedded mode (no worker there)."""
+    a short-lived thread beside the web server in the embedded mode (no worker there).
+
+    A broker that is down must not lose the walk, nor turn the webhook's answer into a 500
+    after the incident is committed (Alertmanager's retry would then find the incident and
+    queue nothing): the walk then runs in a thread of this process, as in the embedded mode.
+    """
     incident_id = incident.pk
 
     def enqueue() -> None:
         if settings.FLEETSCOPE_INPROCESS_SCHEDULER:
-            threading.Thread(
-                target=_walk_in_thread, args=(incident_id,), name="fleetscope-walk", daemon=True
-            ).start()
-        else:
-            from triage.tasks import walk_incident as walk_incident_task
+            _walk_thread_start(incident_id)
+            return
+        from kombu.exceptions import OperationalError as BrokerError
 
+        from fleetscope.lib.redis_settings import REDIS_ERRORS
+        from triage.tasks import walk_incident as walk_incident_task
+
+        broker_errors: tuple[type[Exception], ...] = (BrokerError, *REDIS_ERRORS)
+        try:
             walk_incident_task.delay(incident_id)
+        except broker_errors as exc:
+            log.warning(
+                "walk of incident %s not queued (broker unreachable: %s); walking it in this "
+                "process instead",
+                incident_id,
+                type(exc).__name__,
+            )
+            _walk_thread_start(incident_id)
 
     transaction.on_commit(enqueue)
 
