@@ -24,6 +24,7 @@ from slo.models import Slo
 from tests.roles import user_with_role
 from tests.triage.factories import a_walk, an_incident
 from triage.incidents import incident_walk_record
+from triage.models import Runbook
 
 pytestmark = pytest.mark.django_db
 
@@ -100,6 +101,9 @@ def world() -> dict[str, Any]:
     slo = Slo.objects.create(fleet=fleet, slug="chat", name="chat")
     incident = an_incident(fleet)
     incident_walk_record(incident, a_walk())
+    runbook = Runbook.objects.create(
+        slug="matrix-runbook", title="Matrix runbook", body_markdown="steps"
+    )
     source = AuditSource.objects.create(
         fleet=fleet, kind="rules", name="r.yml", content="groups: []"
     )
@@ -118,7 +122,7 @@ def world() -> dict[str, Any]:
         "group": "latency",
         "source_id": source.pk,
         "report_id": report.pk,
-        "slug_runbook": "healthy",
+        "slug_runbook": runbook.slug,
     }
 
 

@@ -22,8 +22,10 @@ def superuser_client() -> Client:
 def test_the_admin_lists_and_shows_entries_but_refuses_every_write(
     superuser_client: Client,
 ) -> None:
-    Fleet.objects.create(slug="prod", name="Production")
-    entry = AuditEntry.objects.get(object_type="fleet")
+    # Module fixtures elsewhere may have created fleets (and their entries) on this worker:
+    # this test reads only its own fleet's.
+    Fleet.objects.create(slug="audited-admin", name="Production")
+    entry = AuditEntry.objects.get(object_type="fleet", fleet_slug="audited-admin")
     listing = superuser_client.get("/admin/audit/auditentry/")
     assert listing.status_code == 200 and "Production" in listing.content.decode()
     shown = superuser_client.get(f"/admin/audit/auditentry/{entry.pk}/change/")
