@@ -12,7 +12,14 @@ from django.db.models import Q
 from django.utils import timezone
 
 from inventory.models import Endpoint, EndpointInventory, Fleet, ScrapeRun, ScrapeStatus
-from inventory.scraping import OutboundPolicy, ScrapeConfig, ScrapeLimits, ScrapeOutcome, ScrapePool
+from inventory.scraping import (
+    FleetJob,
+    OutboundPolicy,
+    ScrapeConfig,
+    ScrapeLimits,
+    ScrapeOutcome,
+    ScrapePool,
+)
 from inventory.store import FrameWrite, frames_prune, frames_write
 
 ERROR_MAX_CHARS = 500
@@ -116,22 +123,51 @@ def fleet_release(*, fleet_id: int) -> None:
 
 
 def fleet_scrape(*, fleet_id: int, now: datetime | None = None) -> CycleReport:
-    """Scrape every enabled endpoint of a fleet once and record what came back."""
+    """Scrape every enabled endpoint of a fleet once and record what came back (a Celery
+    task's cycle: one fleet per task)."""
+    return _fleets_scrape([fleet_id], now=now)[0]
+
+
+def fleets_scrape_all(*, now: datetime | None = None) -> list[CycleReport]:
+    """The embedded scheduler's job: every fleet, all scraped at once in this process's
+    pool, so an endpoint that hangs until its deadline delays no other fleet's scrapes."""
+    return _fleets_scrape(list(Fleet.objects.values_list("pk", flat=True)), now=now)
+
+
+def _fleets_scrape(fleet_ids: list[int], *, now: datetime | None) -> list[CycleReport]:
+    """One cycle of these fleets, in their order; a fleet another cycle holds is skipped."""
     now = now or timezone.now()
     lease = settings.FLEETSCOPE_SCRAPE_TIMEOUT_SECONDS * 3
-    if not fleet_claim(fleet_id=fleet_id, now=now, lease_seconds=lease):
-        return CycleReport(fleet_id, claimed=False)
+    # Every fleet that exists: the pool drops what it kept for any other (deleted since),
+    # here and in its workers, as does the list of layouts to re-send.
+    codes = {pk: str(code) for pk, code in Fleet.objects.values_list("pk", "code")}
+    for code in _state.forget.keys() - codes.values():
+        del _state.forget[code]
+    claimed = [
+        pk
+        for pk in fleet_ids
+        if pk in codes and fleet_claim(fleet_id=pk, now=now, lease_seconds=lease)
+    ]
+    reports: dict[int, CycleReport] = {}
     try:
-        endpoints = list(Endpoint.objects.enabled().filter(fleet_id=fleet_id))
-        code = str(Fleet.objects.values_list("code", flat=True).get(pk=fleet_id))
-        forget = _state.forget.pop(code, [])
-        outcomes = scrape_pool().scrape(code, [e.url for e in endpoints], forget)
-        report = cycle_record(fleet_id, list(zip(endpoints, outcomes, strict=True)))
-        if report.lost_layouts:
-            _state.forget[code] = list(report.lost_layouts)
-        return report
+        endpoints: dict[int, list[Endpoint]] = {pk: [] for pk in claimed}
+        for endpoint in Endpoint.objects.enabled().filter(fleet_id__in=claimed):
+            endpoints[endpoint.fleet_id].append(endpoint)
+        jobs = {
+            codes[pk]: FleetJob([e.url for e in endpoints[pk]], _state.forget.pop(codes[pk], []))
+            for pk in claimed
+        }
+        outcomes = scrape_pool().scrape_fleets(jobs, live=codes.values())
+        for pk in claimed:
+            code = codes[pk]
+            report = cycle_record(pk, list(zip(endpoints[pk], outcomes[code], strict=True)))
+            if report.lost_layouts:
+                _state.forget[code] = list(report.lost_layouts)
+            reports[pk] = report
     finally:
-        fleet_release(fleet_id=fleet_id)
+        for pk in claimed:
+            fleet_release(fleet_id=pk)
+    return [reports.get(pk) or CycleReport(pk, claimed=False) for pk in fleet_ids]
 
 
 def cycle_record(fleet_id: int, results: list[tuple[Endpoint, ScrapeOutcome]]) -> CycleReport:
@@ -203,14 +239,6 @@ def _write_inventory(endpoint: Endpoint, series_set_id: int, outcome: ScrapeOutc
             "evidence": list(snapshot.evidence),
         },
     )
-
-
-def fleets_scrape_all(*, now: datetime | None = None) -> list[CycleReport]:
-    """The embedded scheduler's job: every fleet, one after the other, in this process."""
-    return [
-        fleet_scrape(fleet_id=fleet_id, now=now)
-        for fleet_id in Fleet.objects.values_list("pk", flat=True)
-    ]
 
 
 def store_prune(*, now: datetime | None = None) -> int:

@@ -217,7 +217,7 @@ class Family:
     `_created`, `_gcount`, `_gsum`) are samples of the family named after their
     base. `problems` lists semantic faults that do not make a text-format payload
     unparseable (a histogram without `+Inf`, a negative counter, ...); OpenMetrics
-    rejects those, so its families have none.
+    rejects those, so its families list only a series repeated within a metric point.
     """
 
     name: str

@@ -40,10 +40,15 @@ offending line):
 * exemplars only on counter `_total` and (gauge) histogram `_bucket` samples,
   their label names and values at most 128 characters in all.
 
-A sample that repeats a series of its metric point (same timestamp) is dropped, as
-prometheus_client does (it cannot be told apart from the first); unlike it, we keep
-the samples of a metric's later points (it drops those whose series the metric had
-before, so it refuses a histogram with two timestamped points).
+A series may have several lines only as metric points whose timestamps increase (a
+Metric's points "MUST have monotonically increasing timestamps"); lines of another
+metric between two of its lines interleave metrics, which is rejected. A sample that
+repeats a series of its metric point (no timestamp, or the same one) is not rejected:
+it is dropped, as prometheus_client and Prometheus drop it, and the family lists a
+problem naming the series' lines, as the text format does (`checks.repeat_problem`).
+Unlike prometheus_client, we keep the samples of a metric's later points (it drops
+those whose series the metric had before, so it refuses a histogram with two
+timestamped points).
 Timestamps are plain float seconds; exemplars are validated and then dropped
 (samples carry no exemplar field).
 
@@ -59,6 +64,7 @@ from typing import NoReturn
 
 from inventory.exposition.assembler import Assembler, Pending, metadata_fields
 from inventory.exposition.budget import CHECK_EVERY_LINES, ParseBudget, SampleLimitExceeded
+from inventory.exposition.checks import cap, repeat_problem
 from inventory.exposition.lexer import LABEL_NAME, METRIC_NAME
 from inventory.exposition.model import (
     EMPTY_LABELS,
@@ -87,6 +93,8 @@ _ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
 _EXEMPLAR_MAX_CHARS = 128
 _INF = float("inf")
 _COUNTER_LIKE = ("_total", "_sum", "_count", "_bucket", "_gcount", "_gsum")
+# A sample's series: its name and label set (in any order).
+_Series = tuple[str, frozenset[tuple[str, str]]]
 
 
 def parse_openmetrics(
@@ -304,7 +312,11 @@ class _Reader:
         self.groups: set[tuple[tuple[str, str], ...]] = set()
         self.group_timestamp: float | None = None
         self.group_stamp: object = None
-        self.repeats: set[tuple[str, frozenset[tuple[str, str]]]] = set()
+        # The series of the current metric point: its first sample (the one kept) and
+        # the lines it is on.
+        self.repeats: dict[_Series, tuple[Sample, list[int]]] = {}
+        # Per family, each series repeated within a metric point, for its problem.
+        self.repeated: dict[Pending, list[tuple[Sample, list[int]]]] = {}
         self.point: _Point | None = None
         self.point_key: tuple[object, float | None] | None = None
 
@@ -390,7 +402,19 @@ class _Reader:
 
     def finish(self, lineno: int) -> list[Family]:
         self._switch(None)
-        return self.assembler.finish()
+        families = self.assembler.finish()
+        if not self.repeated:
+            return families
+        out = []
+        for pending, family in zip(self.assembler.families, families, strict=True):
+            found = self.repeated.get(pending)
+            if found is not None:
+                problems = cap([repeat_problem(first, lines) for first, lines in found])
+                family = Family(
+                    family.name, family.type, family.help, family.unit, family.samples, problems
+                )
+            out.append(family)
+        return out
 
     # --- per-family state
 
@@ -403,7 +427,7 @@ class _Reader:
         self.groups = set()
         self.group_timestamp = None
         self.group_stamp = None
-        self.repeats = set()
+        self.repeats = {}
         self.point_key = None
 
     def _order(self, family: Pending, sample: Sample, stamp: object, lineno: int) -> bool:
@@ -434,17 +458,22 @@ class _Reader:
         else:
             if group in self.groups:
                 fail(lineno, f"samples of one metric are not contiguous in {excerpt(family.raw)}")
-            self.repeats = set()
+            self.repeats = {}
         if stamp != self.group_stamp:
-            self.repeats = set()  # a new metric point
+            self.repeats = {}  # a new metric point
         series = (sample.name, frozenset(labels.items()))
-        kept = stamp != self.group_stamp or series not in self.repeats
-        self.repeats.add(series)
+        seen = self.repeats.get(series)
+        if seen is None:
+            self.repeats[series] = (sample, [lineno])
+        else:
+            if len(seen[1]) == 1:  # its first repeat: the family gets a problem for it
+                self.repeated.setdefault(family, []).append(seen)
+            seen[1].append(lineno)
         self.group = group
         self.group_timestamp = timestamp
         self.group_stamp = stamp
         self.groups.add(group)
-        return kept
+        return seen is None
 
     def _histogram(self, sample: Sample, suffix: str, lineno: int) -> None:
         labels = sample.labels

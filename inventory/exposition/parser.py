@@ -35,7 +35,9 @@ So does a series listed twice (the same name, label set in any order, and timest
 it is kept once, from its first line, with a problem naming its lines, as Prometheus
 keeps the first sample and drops the rest (promtool and prometheus_client accept it).
 OpenMetrics (`openmetrics=True`, see `inventory.exposition.openmetrics`) follows
-its specification, where such faults reject the exposition.
+its specification, where such faults reject the exposition; a series repeated within
+one metric point (on adjacent lines: anywhere else it interleaves metrics, which is
+rejected) is kept once with the same problem.
 
 Shape differences from prometheus_client on input both accept:
 

@@ -19,6 +19,7 @@ from inventory.scraping.policy import (
     policy_refusal,
 )
 from inventory.scraping.pool import (
+    FleetJob,
     ScrapeConfig,
     ScrapePool,
     shard_of,
@@ -39,6 +40,7 @@ __all__ = [
     "REQUEST_OBSERVERS",
     "BlockedByPolicy",
     "ErrorKind",
+    "FleetJob",
     "OutboundPolicy",
     "Resolver",
     "ScrapeConfig",

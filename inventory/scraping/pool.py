@@ -8,7 +8,16 @@ return compact, picklable outcomes; the parent writes the database.
 
 Each cycle names every URL of the fleet still scraped, so a worker drops what it
 kept for the fleet's other URLs (endpoints disabled or deleted since): once workers
-run, every cycle reaches every worker, even one with no URL of the fleet left.
+run, every cycle reaches every worker, even one with no URL of the fleet left. A cycle
+may also name every fleet that still exists (`live`): a worker then drops the Scraper,
+and so every cache, of any other fleet (deleted since), which no later cycle would
+name again.
+
+A cycle of several fleets (`scrape_fleets`) goes to each worker as one call, and the
+worker scrapes all of them at once, each fleet within its own `concurrency` slots: an
+endpoint that drips until its deadline holds one slot of its own fleet, while every
+other fleet is scraped beside it. A worker runs one call at a time, so one call per
+fleet would keep it from every later fleet until that deadline had passed.
 
 Workers ignore SIGINT: Ctrl-C in a terminal reaches the whole foreground process
 group, and the parent alone decides on shutdown (`ScrapePool.close`, which ends the
@@ -22,6 +31,7 @@ import multiprocessing
 import signal
 import time
 import zlib
+from collections.abc import Collection, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -41,6 +51,16 @@ class ScrapeConfig:
     concurrency: int
 
 
+@dataclass(frozen=True)
+class FleetJob:
+    """One fleet's part of a cycle; picklable. `urls` are every URL of the fleet still
+    scraped (what is kept for its other URLs is dropped), `forget` those whose layouts
+    the receiver lost (reported again)."""
+
+    urls: list[str]
+    forget: list[str] = field(default_factory=list)
+
+
 # Worker-process state: one Scraper per fleet, made on first use.
 _worker_scrapers: dict[str, Scraper] = {}
 
@@ -52,13 +72,17 @@ def _worker_init() -> None:
 
 
 def _worker_scrape(
-    fleet_code: str, config: ScrapeConfig, urls: list[str], forget: list[str]
-) -> list[ScrapeOutcome]:
-    return _scrape_with(_worker_scrapers, fleet_code, config, urls, forget)
+    config: ScrapeConfig, jobs: dict[str, FleetJob], live: frozenset[str] | None
+) -> dict[str, list[ScrapeOutcome]]:
+    return _scrape_with(_worker_scrapers, config, jobs, live)
 
 
 def _worker_cached_urls(fleet_code: str) -> set[str]:
     return _cached_urls(_worker_scrapers, fleet_code)
+
+
+def _worker_fleets() -> set[str]:
+    return set(_worker_scrapers)
 
 
 def _cached_urls(scrapers: dict[str, Scraper], fleet_code: str) -> set[str]:
@@ -84,35 +108,54 @@ class ScrapePool:
     def scrape(self, fleet_code: str, urls: list[str], forget: list[str]) -> list[ScrapeOutcome]:
         """Outcomes in the order of `urls`, which are all the fleet's URLs still scraped:
         whatever was kept for its other URLs is dropped."""
-        if self.processes == 0 or (len(urls) < 2 and not self._executors):
-            return _scrape_with(self._local, fleet_code, self.config, urls, forget)
-        # From now on the workers scrape this fleet: what this process kept for it goes.
-        self._local.pop(fleet_code, None)
+        return self.scrape_fleets({fleet_code: FleetJob(urls, forget)})[fleet_code]
+
+    def scrape_fleets(
+        self, jobs: Mapping[str, FleetJob], *, live: Collection[str] | None = None
+    ) -> dict[str, list[ScrapeOutcome]]:
+        """Scrape these fleets at once; each fleet's outcomes in the order of its URLs.
+
+        `live`, when given, names every fleet that still exists: whatever this process or
+        a worker kept for any other fleet is dropped.
+        """
+        kept = None if live is None else frozenset(live)
+        if self.processes == 0 or (
+            sum(len(job.urls) for job in jobs.values()) < 2 and not self._executors
+        ):
+            return _scrape_with(self._local, self.config, dict(jobs), kept)
+        # From now on the workers scrape these fleets: what this process kept for them goes.
+        for code in list(self._local):
+            if code in jobs or (kept is not None and code not in kept):
+                del self._local[code]
         executors = self._ensure_executors()
-        shards: list[list[int]] = [[] for _ in executors]
-        for index, url in enumerate(urls):
-            shards[shard_of(url, len(executors))].append(index)
-        futures: list[tuple[list[int], Future[list[ScrapeOutcome]]]] = []
-        ordered: list[ScrapeOutcome | None] = [None] * len(urls)
+        shards_of = {
+            code: [shard_of(url, len(executors)) for url in job.urls] for code, job in jobs.items()
+        }
+        futures: list[Future[dict[str, list[ScrapeOutcome]]]] = []
         try:
             # submit() itself raises once the executor has noticed a dead worker.
-            # Every worker gets the fleet's cycle, one without URLs too: it then drops
-            # what it kept for the fleet.
-            for shard, (executor, indices) in enumerate(zip(executors, shards, strict=True)):
-                shard_urls = [urls[i] for i in indices]
-                shard_forget = [u for u in forget if shard_of(u, len(executors)) == shard]
-                future = executor.submit(
-                    _worker_scrape, fleet_code, self.config, shard_urls, shard_forget
-                )
-                futures.append((indices, future))
-            for indices, future in futures:
-                for index, outcome in zip(indices, future.result(), strict=True):
-                    ordered[index] = outcome
+            # Every worker gets every fleet of the cycle, one without URLs there too: it
+            # then drops what it kept for the fleet.
+            for shard, executor in enumerate(executors):
+                shard_jobs = {
+                    code: FleetJob(
+                        [u for u, s in zip(job.urls, shards_of[code], strict=True) if s == shard],
+                        [u for u in job.forget if shard_of(u, len(executors)) == shard],
+                    )
+                    for code, job in jobs.items()
+                }
+                futures.append(executor.submit(_worker_scrape, self.config, shard_jobs, kept))
+            results = [future.result() for future in futures]
         except BrokenProcessPool:
             # A worker died (OOM kill, say): start fresh next cycle instead of failing forever.
             self.close()
             raise
-        return [outcome for outcome in ordered if outcome is not None]
+        out: dict[str, list[ScrapeOutcome]] = {}
+        for code in jobs:
+            # Each shard's outcomes come in the order of its URLs: deal them back.
+            dealt = [iter(result[code]) for result in results]
+            out[code] = [next(dealt[shard]) for shard in shards_of[code]]
+        return out
 
     def cached_urls(self, fleet_code: str) -> set[str]:
         """The URLs of the fleet that this process or its workers keep anything for."""
@@ -120,6 +163,13 @@ class ScrapePool:
         for executor in list(self._executors):
             cached |= executor.submit(_worker_cached_urls, fleet_code).result()
         return cached
+
+    def fleets_held(self) -> set[str]:
+        """The fleets that this process or its workers keep a Scraper for."""
+        held = set(self._local)
+        for executor in list(self._executors):
+            held |= executor.submit(_worker_fleets).result()
+        return held
 
     def _ensure_executors(self) -> list[ProcessPoolExecutor]:
         with self._lock:
@@ -166,24 +216,40 @@ class ScrapePool:
 
 def _scrape_with(
     scrapers: dict[str, Scraper],
-    fleet_code: str,
     config: ScrapeConfig,
-    urls: list[str],
-    forget: list[str],
-) -> list[ScrapeOutcome]:
-    scraper = scrapers.get(fleet_code)
-    if not urls:
-        # No endpoint of the fleet left here (all disabled or deleted, or sharded
-        # elsewhere): nothing of it is kept.
-        scrapers.pop(fleet_code, None)
-        return []
-    if scraper is None:
-        scraper = Scraper(
-            policy=OutboundPolicy(config.allow, config.allow_loopback),
-            limits=config.limits,
-            concurrency=config.concurrency,
-        )
-        scrapers[fleet_code] = scraper
-    scraper.forget_layouts(forget)
-    scraper.retain(urls)  # endpoints disabled or deleted since the last cycle
-    return asyncio.run(scraper.scrape_many(urls))
+    jobs: Mapping[str, FleetJob],
+    live: frozenset[str] | None,
+) -> dict[str, list[ScrapeOutcome]]:
+    if live is not None:
+        # Fleets deleted since: no cycle names them again, so nothing else would drop them.
+        for code in scrapers.keys() - live:
+            del scrapers[code]
+    runs: dict[str, tuple[Scraper, list[str]]] = {}
+    for code, job in jobs.items():
+        if not job.urls:
+            # No endpoint of the fleet left here (all disabled or deleted, or sharded
+            # elsewhere): nothing of it is kept.
+            scrapers.pop(code, None)
+            continue
+        scraper = scrapers.get(code)
+        if scraper is None:
+            scraper = Scraper(
+                policy=OutboundPolicy(config.allow, config.allow_loopback),
+                limits=config.limits,
+                concurrency=config.concurrency,
+            )
+            scrapers[code] = scraper
+        scraper.forget_layouts(job.forget)
+        scraper.retain(job.urls)  # endpoints disabled or deleted since the last cycle
+        runs[code] = (scraper, job.urls)
+    outcomes = asyncio.run(_side_by_side(runs)) if runs else {}
+    return {code: outcomes.get(code, []) for code in jobs}
+
+
+async def _side_by_side(
+    runs: dict[str, tuple[Scraper, list[str]]],
+) -> dict[str, list[ScrapeOutcome]]:
+    """Every fleet's scrapes at once, each fleet within its own Scraper's slots: a fleet
+    whose endpoints hang until their deadline keeps no other fleet waiting."""
+    results = await asyncio.gather(*(scraper.scrape_many(urls) for scraper, urls in runs.values()))
+    return dict(zip(runs, results, strict=True))

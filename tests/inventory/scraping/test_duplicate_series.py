@@ -132,3 +132,63 @@ def test_every_path_keeps_the_first_of_a_series_listed_three_times() -> None:
             ("h_sum", 3.0),
         ]
         assert family.problems == (expected,)
+
+
+# OpenMetrics lets a series appear on more than one line only as MetricPoints with
+# increasing timestamps (a Metric's points "MUST have monotonically increasing
+# timestamps"); one on adjacent lines without a timestamp, or at the same one, is the
+# same repeat. Lines of other metrics between two of them interleave metrics, which the
+# specification forbids outright: that payload is rejected.
+OM_BODY = (
+    b"# TYPE vllm:num_requests_running gauge\n"
+    b"# HELP vllm:num_requests_running Requests running.\n"
+    b'vllm:num_requests_running{engine="0",model_name="m"} 3\n'
+    b'vllm:num_requests_running{model_name="m",engine="0"} 9\n'
+    b'vllm:num_requests_running{engine="1",model_name="m"} 4\n'
+    b"# TYPE vllm:num_requests_waiting gauge\n"
+    b'vllm:num_requests_waiting{model_name="m"} 1\n'
+    b'vllm:num_requests_waiting{model_name="m"} 1\n'
+    b"# EOF\n"
+)
+OM_RUNNING = RUNNING.replace("lines 3 and 5", "lines 3 and 4")
+OM_WAITING = WAITING.replace("lines 8 and 9", "lines 7 and 8").replace("line 8 ", "line 7 ")
+OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+
+def test_an_openmetrics_series_repeated_on_adjacent_lines_is_stored_once_with_a_finding() -> None:
+    with serving(lambda h: send_body(h, OM_BODY, content_type=OPENMETRICS)) as server:
+        scraper = Scraper(policy=LOOPBACK)
+        outcomes = [scrape_once(scraper, server.url()) for _ in range(2)]
+    for outcome in outcomes:
+        assert outcome.ok, outcome.error
+        assert outcome.sample_count == 3
+        assert outcome.frame is not None
+        assert list(decode_values(outcome.frame.values_blob)) == [3.0, 4.0, 1.0]
+    first = outcomes[0]
+    assert first.frame is not None and first.frame.layout_blob is not None
+    assert decode_layout(first.frame.layout_blob) == [
+        ("vllm:num_requests_running", {"engine": "0", "model_name": "m"}),
+        ("vllm:num_requests_running", {"engine": "1", "model_name": "m"}),
+        ("vllm:num_requests_waiting", {"model_name": "m"}),
+    ]
+    assert first.inventory is not None
+    families = first.inventory.families
+    assert families["vllm:num_requests_running"]["problems"] == [OM_RUNNING]
+    assert families["vllm:num_requests_waiting"]["problems"] == [OM_WAITING]
+    now = datetime.now(UTC)
+    snapshot = EndpointSnapshot(
+        endpoint_id=1,
+        url=server.url(),
+        kind="vllm",
+        dialect=None,
+        families=families,
+        last_run_at=now,
+        last_run_ok=True,
+        last_error="",
+        last_success_at=now,
+    )
+    findings = fleet_findings([snapshot], now=now, interval_seconds=15, deprecated=lambda n: None)
+    assert [(f.code, f.family, f.message) for f in findings if f.code == "family-problem"] == [
+        ("family-problem", "vllm:num_requests_running", OM_RUNNING),
+        ("family-problem", "vllm:num_requests_waiting", OM_WAITING),
+    ]
