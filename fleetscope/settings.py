@@ -64,7 +64,12 @@ else:
         _db.setdefault("OPTIONS", {})["connect_timeout"] = env.int(
             "DATABASE_CONNECT_TIMEOUT_SECONDS", 5, minimum=1
         )
-        _db["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE_SECONDS", 60, minimum=0)
+        # 0: closed after each request. Under ASGI every request (and every database call of
+        # a websocket consumer) runs in a thread of its own, so a connection kept for reuse
+        # is never reused: it stays open until garbage-collected, and one web process held
+        # ~60 under 50 viewers (benchmarks/load.py), past PostgreSQL's 100 with two. Django's
+        # docs: "When using ASGI, persistent connections should be disabled."
+        _db["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE_SECONDS", 0, minimum=0)
     DATABASES = {"default": _db}
 
 _redis_url = env.url("REDIS_URL", frozenset({"redis", "rediss", "unix"}))
@@ -285,7 +290,17 @@ CELERY_TASK_TIME_LIMIT = 180
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_TIMEOUT = REDIS_CONNECT_TIMEOUT_SECONDS
 # celery#6911: publishing to a dead broker can hang; bound every attempt.
-CELERY_BROKER_TRANSPORT_OPTIONS = celery_transport_options(_redis_timeouts)
+# A task whose worker died mid-way (SIGKILL, OOM, a lost node) is delivered again this long
+# after it was first delivered: above the hard time limit, so a task still running is never
+# handed to a second worker; far below Redis' default of an hour, so an incident's walk
+# whose worker died runs minutes later, not an hour later. A scrape, heartbeat or live
+# overview has expired by then and is dropped: the next beat tick does its work
+# (schedule.py), a scrape once the dead worker's lease has lapsed (3 scrape timeouts).
+# Pruning and the monthly cost report may run again, which changes nothing.
+# Drilled in tests/drills/test_worker_killed.py.
+CELERY_BROKER_TRANSPORT_OPTIONS = celery_transport_options(
+    _redis_timeouts, redeliver_after_seconds=CELERY_TASK_TIME_LIMIT + 120
+)
 
 LOGGING = {
     "version": 1,

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+
 from fleetscope.lib.redis_settings import RedisTimeouts
 
 # channels_redis' RedisChannelLayer.brpop_timeout (a test holds the two together): the
@@ -22,12 +26,20 @@ def redis_channel_layers(
     (channels_redis#422). No read timeout at all instead let a Redis that accepts and
     never answers hang a handshake indefinitely. Reads may take the BZPOPMIN's wait
     plus the usual read timeout, no longer.
+
+    A command that fails on a connection error is sent once more, on a new connection:
+    after Redis restarts, the pool's idle connections are dead, and redis-py's asyncio
+    client does not notice before it uses one, so the first command of each web process
+    failed and refused a viewer's socket although Redis was back
+    (tests/drills/test_websocket_resync.py). Never on a timeout: a Redis that does not
+    answer is not asked twice.
     """
     timeouts = timeouts or RedisTimeouts()
     host = {
         "address": redis_url,
         "socket_timeout": BZPOPMIN_SECONDS + timeouts.read_seconds,
         "socket_connect_timeout": timeouts.connect_seconds,
+        "retry": Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
     }
     return {
         "default": {

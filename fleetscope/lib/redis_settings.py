@@ -38,10 +38,25 @@ def redis_caches(redis_url: str, timeouts: RedisTimeouts) -> dict[str, Any]:
     }
 
 
-def celery_transport_options(timeouts: RedisTimeouts) -> dict[str, Any]:
-    """CELERY_BROKER_TRANSPORT_OPTIONS: publishing to a dead broker can hang (celery#6911)."""
+def celery_transport_options(
+    timeouts: RedisTimeouts, *, redeliver_after_seconds: float, sweep_seconds: float = 10.0
+) -> dict[str, Any]:
+    """CELERY_BROKER_TRANSPORT_OPTIONS.
+
+    Publishing to a dead broker can hang (celery#6911): every attempt is bounded.
+
+    With acks_late a task's message stays in Redis, unacknowledged, until the task ends.
+    When its worker dies without a word (SIGKILL, the OOM killer, a lost node), Redis
+    hands the message to another worker once it has been unacknowledged for
+    `redeliver_after_seconds` (kombu's `visibility_timeout`; one hour by default). Workers
+    look for such messages every `sweep_seconds`: kombu's default sweep is
+    `unacked_restore_interval` (10 s) times `unacked_restore_throttle` (10), so 100 s.
+    """
     return {
         "socket_timeout": timeouts.read_seconds,
         "socket_connect_timeout": timeouts.connect_seconds,
         "max_retries": 2,
+        "visibility_timeout": redeliver_after_seconds,
+        "unacked_restore_interval": sweep_seconds,
+        "unacked_restore_throttle": 1,
     }

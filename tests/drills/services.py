@@ -3,6 +3,9 @@ directory: Redis, PostgreSQL, and FleetScope's own processes (the embedded serve
 worker, Celery beat). Loopback ports, temporary directories, never the machine's shared
 services. Every process runs in a session of its own and is ended with its whole group, so
 a failing drill leaves nothing behind.
+
+To stop a task where a drill wants it: a table lock holds a transaction open at its next
+write, and `HeldReplica` holds a scrape mid-fetch.
 """
 
 from __future__ import annotations
@@ -15,11 +18,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import httpx
 import psycopg
 import redis
 
@@ -287,3 +293,133 @@ def this_test_database_url() -> str:
     user = db["USER"] or "postgres"
     auth = f"{user}:{db['PASSWORD']}" if db["PASSWORD"] else user
     return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def celery_worker_args(hostname: str, *, pool: str = "prefork") -> list[str]:
+    """A Celery worker as `bin/worker` starts it (prefork), with one pool process, so a
+    drill knows which process runs its task."""
+    return [
+        "-m", "celery", "-A", "fleetscope", "worker", "--pool", pool, "--concurrency", "1",
+        "--loglevel", "INFO", "--without-mingle", "--without-gossip",
+        "--hostname", f"{hostname}@%h",
+    ]  # fmt: skip
+
+
+def celery_beat_args(schedule: Path) -> list[str]:
+    return [
+        "-m", "celery", "-A", "fleetscope", "beat", "--loglevel", "INFO", "--max-interval", "1",
+        "--schedule", str(schedule),
+    ]  # fmt: skip
+
+
+def kill_now(process: Process) -> None:
+    """SIGKILL to the process's whole group at once, as the OOM killer or a lost node ends a
+    container: no shutdown handler runs, nothing is acknowledged or given back."""
+    with suppress(ProcessLookupError):
+        os.killpg(process.popen.pid, signal.SIGKILL)
+    process.popen.wait(timeout=10)
+
+
+def children_of(pid: int) -> list[int]:
+    """The process's children (a Celery worker's pool processes), from /proc."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in children.read_text().split()] if children.exists() else []
+
+
+# --- PostgreSQL locks --------------------------------------------------------------------
+
+
+@contextmanager
+def table_locked(database_url: str, table: str) -> Iterator[None]:
+    """Hold an EXCLUSIVE lock on `table` (reads go on, writes wait) until the block exits:
+    a transaction that writes to it stops there, open, for as long as the drill likes."""
+    with psycopg.connect(database_url, connect_timeout=5) as conn:
+        conn.execute(f'LOCK TABLE "{table}" IN EXCLUSIVE MODE')  # begins the transaction
+        try:
+            yield
+        finally:
+            conn.rollback()
+
+
+def backend_waiting_on_lock(database_url: str, statement_start: str) -> int | None:
+    """The PostgreSQL backend whose statement (starting with `statement_start`) waits on a
+    lock in this database: its pid, or None while there is none."""
+    with psycopg.connect(database_url, autocommit=True, connect_timeout=5) as conn:
+        found = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock' AND starts_with(query, %s)",
+            (statement_start,),
+        ).fetchone()
+    return int(found[0]) if found else None
+
+
+def backend_has_written(database_url: str, pid: int) -> bool:
+    """Whether backend `pid`'s open transaction has written anything yet (PostgreSQL gives
+    a transaction its id on its first write)."""
+    with psycopg.connect(database_url, autocommit=True, connect_timeout=5) as conn:
+        found = conn.execute(
+            "SELECT backend_xid IS NOT NULL FROM pg_stat_activity WHERE pid = %s", (pid,)
+        ).fetchone()
+    return bool(found and found[0])
+
+
+def backend_gone(database_url: str, pid: int) -> bool | None:
+    """True once backend `pid` has ended (None while it is still there)."""
+    with psycopg.connect(database_url, autocommit=True, connect_timeout=5) as conn:
+        found = conn.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+    return True if found is None else None
+
+
+# --- A replica that answers when the drill says -----------------------------------------
+
+
+class HeldReplica:
+    """A stand-in for one replica's /metrics: forwards each GET to the real (simulated)
+    replica, but while held, a request waits before it is forwarded. A real vLLM cannot be
+    made slow on demand; this makes a scrape last as long as a drill needs. Loopback only,
+    on a port of its own; `close()` ends it."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.released = threading.Event()
+        self.released.set()
+        self.waiting = threading.Event()  # a request is being held
+        drill = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if not drill.released.is_set():
+                    drill.waiting.set()
+                    drill.released.wait(timeout=60)
+                answer = httpx.get(drill.upstream, timeout=10)
+                with suppress(OSError):  # the scraper may have died meanwhile
+                    self.send_response(answer.status_code)
+                    self.send_header("Content-Type", answer.headers["content-type"])
+                    self.send_header("Content-Length", str(len(answer.content)))
+                    self.end_headers()
+                    self.wfile.write(answer.content)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass  # a request per scrape: nothing a drill reads
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/metrics"
+
+    def hold(self) -> None:
+        self.waiting.clear()
+        self.released.clear()
+
+    def release(self) -> None:
+        self.released.set()
+
+    def close(self) -> None:
+        self.release()
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)

@@ -1,5 +1,6 @@
-"""Every Redis client the settings build fails within the configured timeouts, and the
-Prometheus page deadline is read like the other settings."""
+"""Every Redis client the settings build fails within the configured timeouts, a dead
+worker's task is delivered again within minutes, and the Prometheus page deadline is read
+like the other settings."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fleetscope.lib.channel_layers import BZPOPMIN_SECONDS
+import pytest
+from django.conf import settings
+from kombu.transport.redis import Channel
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from fleetscope.lib.channel_layers import BZPOPMIN_SECONDS, redis_channel_layers
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOW = """
@@ -71,3 +78,43 @@ def test_by_default_every_redis_call_fails_within_seconds() -> None:
 def test_the_layer_timeout_allows_for_the_blocking_wait_channels_redis_really_uses() -> None:
     layer = importlib.import_module("channels_redis.core").RedisChannelLayer
     assert layer.brpop_timeout == BZPOPMIN_SECONDS
+
+
+async def test_the_layer_sends_a_command_again_after_a_connection_error_never_a_timeout() -> None:
+    # After a Redis restart the pool's idle connections are dead: one more try, on a new
+    # connection, succeeds (tests/drills/test_websocket_resync.py drills the restart).
+    host = redis_channel_layers("redis://127.0.0.1:1/0")["default"]["CONFIG"]["hosts"][0]
+    retry = host["retry"]
+    failures: list[Exception] = []
+
+    async def fail(error: Exception) -> None:
+        failures.append(error)
+
+    def failing_once(error: Exception) -> object:
+        async def command() -> str:
+            if not failures:
+                raise error
+            return "OK"
+
+        return command
+
+    closed = RedisConnectionError("Connection closed by server.")
+    assert await retry.call_with_retry(failing_once(closed), fail) == "OK"
+    assert failures == [closed]
+    failures.clear()
+    with pytest.raises(RedisTimeoutError):
+        await retry.call_with_retry(failing_once(RedisTimeoutError("no answer")), fail)
+
+
+def test_a_dead_workers_task_comes_back_within_minutes_and_never_while_it_still_runs() -> None:
+    options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
+    redeliver = options["visibility_timeout"]
+    # Not kombu's hour; never while the task may still run (its hard time limit).
+    assert settings.CELERY_TASK_TIME_LIMIT < redeliver <= 300
+    # Workers look for such tasks every 10 s, not kombu's 100 s (interval x throttle).
+    assert options["unacked_restore_interval"] * options["unacked_restore_throttle"] == 10
+    assert {"visibility_timeout", "unacked_restore_interval", "unacked_restore_throttle"} <= set(
+        Channel.from_transport_options
+    )  # kombu's names: a misspelt option would be ignored without a word
+    # A scrape that comes back has expired: dropped, the next tick scraped instead.
+    assert redeliver > settings.FLEETSCOPE_SCRAPE_INTERVAL_SECONDS * 0.9
