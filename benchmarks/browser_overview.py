@@ -74,7 +74,11 @@ def session_cookie() -> tuple[str, str]:
     from django.contrib.auth.models import User
     from django.test import Client
 
-    User.objects.create_user("bench-browser", password="bench-browser-password-1")
+    from inventory.roles import role_grant
+
+    # The overview is a viewer's page (a user without a role gets 403).
+    user = User.objects.create_user("bench-browser", password="bench-browser-password-1")
+    role_grant(user, "viewer")
     client = Client()
     assert client.login(username="bench-browser", password="bench-browser-password-1")
     name = settings.SESSION_COOKIE_NAME
