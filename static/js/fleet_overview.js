@@ -148,7 +148,19 @@
   }
 
   // A panel's text, badge and classes, at once; its chart goes to the drawing queue.
+  // A figure whose traces share one time axis carries it once (dashboard/overview.py
+  // `_axes_shared`): each trace gets it back before plotly.js sees the figure.
+  function withSharedAxis(panel) {
+    var shared = panel.figure && panel.figure.x;
+    if (!shared) { return; }
+    panel.figure.data.forEach(function (trace) {
+      if (trace.x === undefined) { trace.x = shared; }
+    });
+    delete panel.figure.x;
+  }
+
   function updatePanel(panel) {
+    withSharedAxis(panel);
     var figure = figureOf(panel.id);
     if (!figure) { return; }
     var plot = figure.querySelector(".plot");

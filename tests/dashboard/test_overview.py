@@ -188,3 +188,33 @@ def test_overview_json_writes_nan_and_infinities_as_null_in_strict_json() -> Non
 def test_overview_json_refuses_a_key_json_cannot_hold_rather_than_guess() -> None:
     with pytest.raises(TypeError):
         overview_json({"panels": {1: "a number is not a JSON key"}})
+
+
+def test_the_json_writes_a_time_axis_the_traces_share_once_and_leaves_the_payload_alone() -> None:
+    axis = ["2026-12-01 10:00:00.000", "2026-12-01 10:00:15.000"]
+    shared = {
+        "data": [
+            {"name": "a", "x": list(axis), "y": [1, 2]},
+            {"name": "b", "x": list(axis), "y": [3, None]},
+        ]
+    }
+    apart = {
+        "data": [
+            {"name": "a", "x": list(axis), "y": [1, 2]},
+            {"name": "b", "x": axis[:1], "y": [3]},
+        ]
+    }
+    payload = {
+        "panels": [
+            {"id": "s", "figure": shared},
+            {"id": "p", "figure": apart},
+            {"id": "n", "figure": None},
+        ]
+    }
+    sent = json.loads(overview_json(payload))
+    one, two, three = sent["panels"]
+    assert one["figure"]["x"] == axis and all("x" not in t for t in one["figure"]["data"])
+    assert [t["y"] for t in one["figure"]["data"]] == [[1, 2], [3, None]]
+    assert "x" not in two["figure"] and [t["x"] for t in two["figure"]["data"]] == [axis, axis[:1]]
+    assert three["figure"] is None
+    assert shared["data"][0]["x"] == axis and "x" not in shared  # the cached payload is intact
