@@ -13,6 +13,7 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.test import Client
 
+from fleetscope.lib import shared_cache
 from inventory import scraping
 from tests.roles import user_with_role
 
@@ -72,3 +73,12 @@ def requests_seen() -> Iterator[list[tuple[str, str]]]:
         yield seen
     finally:
         scraping.REQUEST_OBSERVERS.pop()
+
+
+@pytest.fixture(autouse=True)
+def _shared_cache_breaker_reset() -> Iterator[None]:
+    """The shared cache's circuit breaker is process-wide: one test's dead Redis must not
+    leave the next test's cache switched off (fleetscope.lib.shared_cache)."""
+    shared_cache.reset()
+    yield
+    shared_cache.reset()

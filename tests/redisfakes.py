@@ -19,6 +19,11 @@ from dataclasses import dataclass, field
 import redis
 
 from devtools.waiting import wait_until
+from fleetscope.lib.redis_settings import RedisTimeouts
+
+# Short Redis timeouts for the tests, and the slack a promised bound gets on a shared machine.
+TIMEOUTS = RedisTimeouts(connect_seconds=1.0, read_seconds=1.0)
+MARGIN = 5.0
 
 
 @dataclass

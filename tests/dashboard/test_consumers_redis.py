@@ -10,7 +10,7 @@ server that accepts and stays silent, or a redis-server of the test's own, stopp
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -20,7 +20,6 @@ from django.test import Client, override_settings
 
 from dashboard.consumers import CLOSE_LIVE_UNAVAILABLE
 from fleetscope.asgi import application
-from fleetscope.lib import shared_cache
 from fleetscope.lib.channel_layers import redis_channel_layers
 from fleetscope.lib.redis_settings import RedisTimeouts, redis_caches
 from inventory.models import Fleet
@@ -41,13 +40,6 @@ LAYER_DOWN = "live updates unavailable: the live-update channel (Redis) is unrea
 async def _close_thread_connections() -> AsyncIterator[None]:
     yield
     await sync_to_async(connections.close_all)()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_breaker() -> Iterator[None]:
-    shared_cache.reset()
-    yield
-    shared_cache.reset()
 
 
 @pytest.fixture

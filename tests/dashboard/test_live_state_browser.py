@@ -10,7 +10,7 @@ push the way the scheduler does; the outage case points it at a port nothing lis
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
@@ -21,7 +21,6 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from dashboard import live
-from fleetscope.lib import shared_cache
 from fleetscope.lib.channel_layers import redis_channel_layers
 from fleetscope.lib.redis_settings import RedisTimeouts, redis_caches
 from inventory.access import ViewScope
@@ -62,13 +61,6 @@ def fleet(db: None) -> Fleet:
     fleet = fleet_named("badge")
     replica(fleet, "10.0.0.1:8000", start=(timezone.now() - T0).total_seconds() - (END + 20))
     return fleet
-
-
-@pytest.fixture(autouse=True)
-def _fresh_breaker() -> Iterator[None]:
-    shared_cache.reset()
-    yield
-    shared_cache.reset()
 
 
 def logged_in(page: Page, url: str, fleet: Fleet) -> None:

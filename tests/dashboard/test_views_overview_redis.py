@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 
 import pytest
 from django.test import Client, override_settings
 from django.utils import timezone
 
 from dashboard import live
-from fleetscope.lib import shared_cache
 from fleetscope.lib.channel_layers import redis_channel_layers
-from fleetscope.lib.redis_settings import RedisTimeouts, redis_caches
+from fleetscope.lib.redis_settings import redis_caches
 from fleetsim.api import start_fleet
 from inventory.access import ViewScope
 from inventory.models import Fleet, ScrapeRun
@@ -28,20 +26,10 @@ from inventory.services import fleet_scrape
 from inventory.targets import TargetSpec
 from tests.dashboard.replicafill import END, replica
 from tests.queries.storefill import T0, fleet_named
-from tests.redisfakes import silent_redis
+from tests.redisfakes import MARGIN, TIMEOUTS, silent_redis
 from tests.roles import user_with_role
 
 pytestmark = pytest.mark.django_db
-
-TIMEOUTS = RedisTimeouts(connect_seconds=1.0, read_seconds=1.0)
-MARGIN = 5.0  # a bound the code promises, held generously on a shared machine
-
-
-@pytest.fixture(autouse=True)
-def _fresh_breaker() -> Iterator[None]:
-    shared_cache.reset()
-    yield
-    shared_cache.reset()
 
 
 def redis_at(url: str) -> override_settings:

@@ -4,25 +4,14 @@ a failing Redis alone for a while instead of paying its timeout on every call.""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 from django.test import override_settings
 
 from devtools.waiting import wait_until
 from fleetscope.lib import shared_cache
-from fleetscope.lib.redis_settings import RedisTimeouts, redis_caches
-from tests.redisfakes import silent_redis
-
-TIMEOUTS = RedisTimeouts(connect_seconds=1.0, read_seconds=1.0)
-MARGIN = 5.0  # a bound the code promises, held generously on a shared machine
-
-
-@pytest.fixture(autouse=True)
-def _fresh_breaker() -> Iterator[None]:
-    shared_cache.reset()
-    yield
-    shared_cache.reset()
+from fleetscope.lib.redis_settings import redis_caches
+from tests.redisfakes import MARGIN, TIMEOUTS, silent_redis
 
 
 def redis_cache_at(url: str) -> override_settings:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from typing import Any
 
 from inventory.drift import EndpointSnapshot, fleet_findings
 from inventory.exposition import LabelCache, parse
@@ -46,11 +47,18 @@ def scrape_once(scraper: Scraper, url: str) -> ScrapeOutcome:
     return asyncio.run(scraper.scrape_many([url]))[0]
 
 
-def test_a_series_listed_twice_is_stored_once_with_a_finding() -> None:
-    with serving(lambda h: send_body(h, BODY)) as server:
+def scraped_once_with_problems(body: bytes, content_type: str | None) -> dict[str, Any]:
+    """Scrape `body` three times (cold, then warm caches): each stores the three series
+    once, with the first line's values; the inventory's families of the first scrape."""
+    send = (
+        (lambda h: send_body(h, body))
+        if content_type is None
+        else (lambda h: send_body(h, body, content_type=content_type))
+    )
+    with serving(send) as server:
         scraper = Scraper(policy=LOOPBACK)
         outcomes = [scrape_once(scraper, server.url()) for _ in range(3)]
-    for outcome in outcomes:  # the first scrape, then the endpoint's warm caches
+    for outcome in outcomes:
         assert outcome.ok, outcome.error
         assert outcome.sample_count == 3
         assert outcome.frame is not None
@@ -63,27 +71,35 @@ def test_a_series_listed_twice_is_stored_once_with_a_finding() -> None:
         ("vllm:num_requests_waiting", {"model_name": "m"}),
     ]
     assert first.inventory is not None
-    families = first.inventory.families
-    assert families["vllm:num_requests_running"]["problems"] == [RUNNING]
-    assert families["vllm:num_requests_waiting"]["problems"] == [WAITING]
+    return dict(first.inventory.families)
 
 
-def test_the_inventory_lists_a_finding_per_repeated_series() -> None:
+def family_problems(families: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The inventory's findings of families with a problem, as the fleet's page lists them."""
     now = datetime.now(UTC)
     snapshot = EndpointSnapshot(
         endpoint_id=1,
         url="http://127.0.0.1:9230/metrics",
         kind="vllm",
         dialect=None,
-        families=inventory_snapshot(parse(BODY)).families,
+        families=families,
         last_run_at=now,
         last_run_ok=True,
         last_error="",
         last_success_at=now,
     )
     findings = fleet_findings([snapshot], now=now, interval_seconds=15, deprecated=lambda n: None)
-    problems = [(f.code, f.family, f.message) for f in findings if f.code == "family-problem"]
-    assert problems == [
+    return [(f.code, f.family, f.message) for f in findings if f.code == "family-problem"]
+
+
+def test_a_series_listed_twice_is_stored_once_with_a_finding() -> None:
+    families = scraped_once_with_problems(BODY, None)
+    assert families["vllm:num_requests_running"]["problems"] == [RUNNING]
+    assert families["vllm:num_requests_waiting"]["problems"] == [WAITING]
+
+
+def test_the_inventory_lists_a_finding_per_repeated_series() -> None:
+    assert family_problems(inventory_snapshot(parse(BODY)).families) == [
         ("family-problem", "vllm:num_requests_running", RUNNING),
         ("family-problem", "vllm:num_requests_waiting", WAITING),
     ]
@@ -156,39 +172,10 @@ OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
 
 def test_an_openmetrics_series_repeated_on_adjacent_lines_is_stored_once_with_a_finding() -> None:
-    with serving(lambda h: send_body(h, OM_BODY, content_type=OPENMETRICS)) as server:
-        scraper = Scraper(policy=LOOPBACK)
-        outcomes = [scrape_once(scraper, server.url()) for _ in range(2)]
-    for outcome in outcomes:
-        assert outcome.ok, outcome.error
-        assert outcome.sample_count == 3
-        assert outcome.frame is not None
-        assert list(decode_values(outcome.frame.values_blob)) == [3.0, 4.0, 1.0]
-    first = outcomes[0]
-    assert first.frame is not None and first.frame.layout_blob is not None
-    assert decode_layout(first.frame.layout_blob) == [
-        ("vllm:num_requests_running", {"engine": "0", "model_name": "m"}),
-        ("vllm:num_requests_running", {"engine": "1", "model_name": "m"}),
-        ("vllm:num_requests_waiting", {"model_name": "m"}),
-    ]
-    assert first.inventory is not None
-    families = first.inventory.families
+    families = scraped_once_with_problems(OM_BODY, OPENMETRICS)
     assert families["vllm:num_requests_running"]["problems"] == [OM_RUNNING]
     assert families["vllm:num_requests_waiting"]["problems"] == [OM_WAITING]
-    now = datetime.now(UTC)
-    snapshot = EndpointSnapshot(
-        endpoint_id=1,
-        url=server.url(),
-        kind="vllm",
-        dialect=None,
-        families=families,
-        last_run_at=now,
-        last_run_ok=True,
-        last_error="",
-        last_success_at=now,
-    )
-    findings = fleet_findings([snapshot], now=now, interval_seconds=15, deprecated=lambda n: None)
-    assert [(f.code, f.family, f.message) for f in findings if f.code == "family-problem"] == [
+    assert family_problems(families) == [
         ("family-problem", "vllm:num_requests_running", OM_RUNNING),
         ("family-problem", "vllm:num_requests_waiting", OM_WAITING),
     ]
