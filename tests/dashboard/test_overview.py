@@ -6,6 +6,7 @@ import json
 import math
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 import pytest
@@ -192,19 +193,19 @@ def test_overview_json_refuses_a_key_json_cannot_hold_rather_than_guess() -> Non
 
 def test_the_json_writes_a_time_axis_the_traces_share_once_and_leaves_the_payload_alone() -> None:
     axis = ["2026-12-01 10:00:00.000", "2026-12-01 10:00:15.000"]
-    shared = {
+    shared: dict[str, Any] = {
         "data": [
             {"name": "a", "x": list(axis), "y": [1, 2]},
             {"name": "b", "x": list(axis), "y": [3, None]},
         ]
     }
-    apart = {
+    apart: dict[str, Any] = {
         "data": [
             {"name": "a", "x": list(axis), "y": [1, 2]},
             {"name": "b", "x": axis[:1], "y": [3]},
         ]
     }
-    payload = {
+    payload: dict[str, Any] = {
         "panels": [
             {"id": "s", "figure": shared},
             {"id": "p", "figure": apart},
