@@ -68,11 +68,13 @@ def samples_up_to(url: str, moment: float) -> float:
 
 
 def points(panel: dict) -> list[tuple[str, float]]:
-    """Every drawn (x, y) of the panel's figure, gaps left out."""
+    """Every drawn (x, y) of the panel's figure, gaps left out; a trace without its own x
+    takes the figure's shared time axis, as the page does (dashboard.overview)."""
+    figure = panel["figure"]
     return [
         (x, y)
-        for trace in panel["figure"]["data"]
-        for x, y in zip(trace.get("x") or [], trace.get("y") or [], strict=False)
+        for trace in figure["data"]
+        for x, y in zip(trace.get("x") or figure.get("x") or [], trace.get("y") or [], strict=False)
         if y is not None
     ]
 
