@@ -307,6 +307,8 @@ def test_a_dripping_endpoint_holds_its_own_fleet_for_its_deadline_and_no_other_f
     healthy_first = min(run.started_at for run in runs.filter(endpoint__fleet=healthy))
     # Each dripping endpoint keeps its own fleet's cycle open for its deadline; the
     # healthy fleet is scraped at the same moment, not after the other fleets' deadlines.
+    # Bounds with room for a loaded machine: scraped one after another, the healthy fleet
+    # started two deadlines late and the cycle took two (4.03 s and 4.04 s here).
     delay = (healthy_first - first).total_seconds()
-    assert delay < deadline / 2, (delay, took)
-    assert took < deadline * 1.75, (delay, took)
+    assert delay < deadline, (delay, took)
+    assert took < deadline * 1.9, (delay, took)
