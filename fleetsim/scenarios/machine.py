@@ -52,19 +52,35 @@ def cold_restart(fleet: FleetModel, targets: list[int], at: float, duration: flo
         fleet.schedule(down + fleet.load_time(replica), partial(fleet.restart, replica))
 
 
-def gpu_throttle(fleet: FleetModel, targets: list[int], at: float, duration: float) -> None:
+def _slowed_gpus(
+    fleet: FleetModel,
+    targets: list[int],
+    at: float,
+    duration: float,
+    *,
+    clock: float,
+    memory: float,
+    heat_c: float,
+) -> None:
+    """The targets' GPUs run at `clock` and `memory` of their speed, `heat_c` warmer, for
+    the window: a throttled GPU, or a straggler hidden among its peers."""
     for i in targets:
         replica, exporter = fleet.replicas[i], fleet.dcgm[i]
 
         def start(t: float, r: Replica = replica, e: DcgmExporter = exporter) -> None:
-            r.set_knobs(clock_factor=THROTTLED_CLOCK, mem_factor=THROTTLED_MEMORY)
-            e.temp_offset = THROTTLE_HEAT_C
+            r.set_knobs(clock_factor=clock, mem_factor=memory)
+            e.temp_offset = heat_c
 
         def end(t: float, r: Replica = replica, e: DcgmExporter = exporter) -> None:
             r.set_knobs(clock_factor=1.0, mem_factor=1.0)
             e.temp_offset = 0.0
 
         window(fleet, at, duration, start, end)
+
+
+def gpu_throttle(fleet: FleetModel, targets: list[int], at: float, duration: float) -> None:
+    _slowed_gpus(fleet, targets, at, duration, clock=THROTTLED_CLOCK,
+                 memory=THROTTLED_MEMORY, heat_c=THROTTLE_HEAT_C)  # fmt: skip
 
 
 def collective_degradation(
@@ -202,15 +218,5 @@ def need_peers(fleet: FleetModel, targets: list[int]) -> None:
 
 
 def hidden_straggler(fleet: FleetModel, targets: list[int], at: float, duration: float) -> None:
-    for i in targets:
-        replica, exporter = fleet.replicas[i], fleet.dcgm[i]
-
-        def start(t: float, r: Replica = replica, e: DcgmExporter = exporter) -> None:
-            r.set_knobs(clock_factor=STRAGGLER_CLOCK, mem_factor=STRAGGLER_MEMORY)
-            e.temp_offset = STRAGGLER_HEAT_C
-
-        def end(t: float, r: Replica = replica, e: DcgmExporter = exporter) -> None:
-            r.set_knobs(clock_factor=1.0, mem_factor=1.0)
-            e.temp_offset = 0.0
-
-        window(fleet, at, duration, start, end)
+    _slowed_gpus(fleet, targets, at, duration, clock=STRAGGLER_CLOCK,
+                 memory=STRAGGLER_MEMORY, heat_c=STRAGGLER_HEAT_C)  # fmt: skip
