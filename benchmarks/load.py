@@ -23,7 +23,8 @@ Load, through HTTP and websockets only, from this process:
 - `--sockets` websocket clients (default: as many as viewers) on the overview's socket
   (`data-ws-path`), each with its own session, connected before the measured period, as
   the page keeps them (a "ping" every 60 s), offering permessage-deflate as browsers do
-  (`--no-deflate`: without, so the server sends every push as it is); they run in a
+  (`--no-deflate`: without; the server declines it, as pushes come gzip-compressed once
+  per publish, and the clients inflate every push as the page does); they run in a
   process of their own, so that inflating pushes does not hold up the viewers' timings.
 
 Measured over whole live intervals (`--seconds` rounded to intervals): requests/s, p50/p99
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import json
 import os
 import random
@@ -90,7 +92,8 @@ def publisher() -> None:
     import django
 
     django.setup()
-    from dashboard.live import latest_overview, overviews_publish
+    from dashboard.live import latest_overview_gzip, overviews_publish
+    from fleetscope.lib import gzipped
     from inventory.access import ViewScope
     from inventory.models import Fleet
 
@@ -99,7 +102,8 @@ def publisher() -> None:
         started = time.perf_counter()
         published = overviews_publish()
         seconds = time.perf_counter() - started
-        text = latest_overview(ViewScope(fleet)) or ""
+        data = latest_overview_gzip(ViewScope(fleet))
+        text = "" if data is None else gzipped.decompress(data)
         payload = json.loads(text) if text else {}
         panels = payload.get("panels", [])
         answer = {
@@ -107,6 +111,7 @@ def publisher() -> None:
             "seconds": seconds,
             "stamp": push_stamp(text),
             "bytes": len(text.encode()),
+            "gzip_bytes": 0 if data is None else len(data),
             "drawn": sum(p["status"] in ("ok", "partial") for p in panels),
             "panels": len(panels),
         }
@@ -383,7 +388,7 @@ async def socket_client(
 
     async def listen() -> None:
         async for message in ws:
-            text = message if isinstance(message, str) else message.decode()
+            text = message if isinstance(message, str) else gzip.decompress(message).decode()
             if (stamp := push_stamp(text)) is not None:
                 received.add(stamp)
 
@@ -563,7 +568,8 @@ def report(one: list[Run], many: list[Run], think: float) -> None:
     print(
         f"\n{len(one)} run(s) each; {n.intervals} live intervals measured per run "
         f"({n.seconds:.0f} s); think time {think:g} s (0.5-1.5x); pushed overview "
-        f"{last['bytes'] / 1e6:.2f} MB, {last['drawn']}/{last['panels']} panels drawn"
+        f"{last['bytes'] / 1e6:.2f} MB ({last['gzip_bytes'] / 1e6:.2f} MB gzip), "
+        f"{last['drawn']}/{last['panels']} panels drawn"
     )
     rows = [
         ("viewers / websocket clients", f"{one[0].viewers} / {one[0].sockets}",

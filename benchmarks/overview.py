@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import os
 import re
 import shutil
@@ -304,7 +305,8 @@ def asgi_server() -> Iterator[int]:
     with log_path.open("wb") as log_file:
         proc = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "fleetscope.asgi:application", "--host",
-             "127.0.0.1", "--port", str(port), "--lifespan", "off", "--log-level", "warning"],
+             "127.0.0.1", "--port", str(port), "--lifespan", "off", "--log-level", "warning",
+             "--ws-per-message-deflate", "false"],
             cwd=ROOT, env=os.environ.copy(), stdout=log_file, stderr=subprocess.STDOUT,
         )  # fmt: skip
 
@@ -371,7 +373,9 @@ async def watch(port: int, fleet: Any, cookie: str, viewers: int, prometheus: st
     async def listen(i: int) -> None:
         with suppress(ConnectionClosed):
             async for message in sockets[i]:
-                received[i].append(str(message))
+                # Pushes are gzip-compressed JSON (dashboard.live).
+                text = message if isinstance(message, str) else gzip.decompress(message).decode()
+                received[i].append(text)
 
     async def arrived(count: int) -> None:
         deadline = time.monotonic() + 20

@@ -107,9 +107,9 @@ class FleetOverviewConsumer(AsyncWebsocketConsumer):
             await self.refuse(shared_cache.trouble() or f"{CACHE} did not keep the watch")
             return
         # Group messages may have been dropped while this client was away: re-sync now.
-        latest = await database_sync_to_async(live.latest_overview)(view)
+        latest = await database_sync_to_async(live.latest_overview_gzip)(view)
         if latest is not None:
-            await self.send(text_data=latest)
+            await self.send(bytes_data=latest)
 
     async def _join(self, group: str) -> str | None:
         """Join `group` within REDIS_TIMEOUT_SECONDS; why not, when it failed."""
@@ -147,7 +147,8 @@ class FleetOverviewConsumer(AsyncWebsocketConsumer):
         if key is None or not await database_sync_to_async(session_still_valid)(key):
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
-        await self.send(text_data=event["payload_json"])
+        # As published: gzip-compressed once for every socket, inflated by the page.
+        await self.send(bytes_data=event["payload_gzip"])
 
 
 def session_still_valid(session_key: str) -> bool:

@@ -3,7 +3,10 @@
 Viewers never trigger queries themselves: the scheduler computes the default
 overview of each watched fleet once per interval, stores it in the cache and
 sends it to the fleet's channel group. Reconnecting clients (and the polling
-fallback) read the cached copy, so Prometheus load does not grow with viewers.
+fallback) read the cached copy, so Prometheus load does not grow with viewers. The
+overview is gzip-compressed once per publish (`fleetscope.lib.gzipped`): sockets get
+that as a binary frame and the polling fallback as its body, so the web process never
+compresses the same megabytes once per viewer.
 
 Each push says when it was made and after how long without the next one the page
 must stop calling itself live (`LiveStamp`). The cache and the channel layer are
@@ -24,7 +27,7 @@ from django.utils import timezone
 
 from dashboard.overview import Backend, OverviewRequest, overview_compute, overview_json
 from dashboard.timerange import DEFAULT_RANGE, parse_range
-from fleetscope.lib import shared_cache
+from fleetscope.lib import gzipped, shared_cache
 from fleetscope.lib.redis_settings import REDIS_ERRORS
 from inventory.access import ViewScope
 from inventory.models import Fleet
@@ -40,7 +43,7 @@ STALE_AFTER_INTERVALS = 2
 
 class OverviewUpdate(TypedDict):
     type: str  # "overview.update": the consumer's handler name
-    payload_json: str
+    payload_gzip: bytes  # the overview's JSON, gzip-compressed
 
 
 class LiveStamp(TypedDict):
@@ -61,7 +64,7 @@ def _watch_key(scope: ViewScope) -> str:
 
 
 def _latest_key(scope: ViewScope) -> str:
-    return f"fleetscope:overview:{scope.key}"
+    return f"fleetscope:overview-gzip:{scope.key}"
 
 
 def _computing_key(scope: ViewScope) -> str:
@@ -74,8 +77,15 @@ def watch(scope: ViewScope) -> bool:
     return shared_cache.put(_watch_key(scope), time.time(), timeout=WATCH_SECONDS)
 
 
-def latest_overview(scope: ViewScope) -> str | None:
+def latest_overview_gzip(scope: ViewScope) -> bytes | None:
+    """The last pushed overview of `scope`, as pushed (gzip-compressed JSON)."""
     return shared_cache.get(_latest_key(scope))
+
+
+def latest_overview(scope: ViewScope) -> str | None:
+    """The last pushed overview of `scope`, as JSON text."""
+    data = latest_overview_gzip(scope)
+    return None if data is None else gzipped.decompress(data)
 
 
 def default_backend() -> Backend:
@@ -116,19 +126,19 @@ def overviews_publish() -> int:
         try:
             payload = overview_for_default_view(fleet)
             payload["live"] = live_stamp()
-            text = overview_json(payload)
+            data = gzipped.compress(overview_json(payload))
             timeout = settings.FLEETSCOPE_SCRAPE_INTERVAL_SECONDS * 4
-            shared_cache.put(_latest_key(scope), text, timeout=timeout)
-            published += _push(layer, scope, text)
+            shared_cache.put(_latest_key(scope), data, timeout=timeout)
+            published += _push(layer, scope, data)
         finally:
             shared_cache.delete(computing)
     return published
 
 
-def _push(layer: BaseChannelLayer | None, scope: ViewScope, text: str) -> int:
+def _push(layer: BaseChannelLayer | None, scope: ViewScope, data: bytes) -> int:
     if layer is None:
         return 1
-    message: OverviewUpdate = {"type": "overview.update", "payload_json": text}
+    message: OverviewUpdate = {"type": "overview.update", "payload_gzip": data}
     try:
         # A TypedDict is a dict at run time; channels' stubs ask for the plain type.
         async_to_sync(layer.group_send)(group_name(scope), cast(dict[str, Any], message))

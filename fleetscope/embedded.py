@@ -125,6 +125,8 @@ def _serve(
             host=host,
             port=port,
             lifespan="off",
+            # As deploy/bin/web: pushes are gzip already (dashboard.live).
+            ws_per_message_deflate=False,
             log_level="warning",
             timeout_graceful_shutdown=5,
         )

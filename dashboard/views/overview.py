@@ -22,11 +22,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from blindspots import new_blind_spots
-from dashboard.live import default_backend, latest_overview, watch
+from dashboard.live import default_backend, latest_overview_gzip, watch
 from dashboard.overview import Backend, OverviewRequest, overview_compute, overview_json
 from dashboard.panels import GROUP_TITLES, PANELS, Group
 from dashboard.timerange import DEFAULT_RANGE, RANGES, RangeError, TimeRange, parse_range
-from fleetscope.lib import shared_cache
+from fleetscope.lib import gzipped, shared_cache
 from inventory.access import Role, fleet_for_user, requires, view_scope
 from inventory.models import EndpointInventory, EndpointKind, Fleet
 from inventory.store import label_values, label_values_ever
@@ -227,8 +227,8 @@ def fleet_overview_json(request: HttpRequest, slug: str) -> HttpResponse:
         return JsonResponse({"error": message, "parameter": "group"}, status=400)
     watch(scope)
     # The pushed overview holds every group's panels, so group pages share it too.
-    if filters.is_default and (cached := latest_overview(scope)) is not None:
-        return HttpResponse(cached, content_type="application/json")
+    if filters.is_default and (cached := latest_overview_gzip(scope)) is not None:
+        return gzipped.response(request, cached, "application/json")
     try:
         span = span_of(filters)
     except RangeError as exc:

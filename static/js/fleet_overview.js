@@ -543,6 +543,14 @@
     pollTimer = setTimeout(function () { poll(); schedulePolling(); }, delay);
   }
 
+  var inflating = Promise.resolve();
+
+  function pushedText(data) {
+    if (typeof data === "string") { return Promise.resolve(data); }
+    var stream = new Blob([data]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text();
+  }
+
   function connect() {
     if (stopped) { return; }
     var scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
@@ -552,10 +560,20 @@
       liveState.opened(Date.now());
       showLive();
     };
+    // Pushes are gzip-compressed JSON in binary frames, compressed once for every viewer
+    // on the server; inflating is asynchronous, so pushes are rendered one after another.
+    socket.binaryType = "arraybuffer";
     socket.onmessage = function (event) {
-      var body = JSON.parse(event.data);
-      if (liveState.pushed(body.live, Date.now())) { showLive(); }
-      renderText(event.data, body);
+      var data = event.data;
+      inflating = inflating
+        .then(function () { return pushedText(data); })
+        .then(function (text) {
+          if (stopped) { return; }
+          var body = JSON.parse(text);
+          if (liveState.pushed(body.live, Date.now())) { showLive(); }
+          renderText(text, body);
+        })
+        .catch(function (error) { setState("update failed: " + error.message, "bad"); });
     };
     socket.onclose = function (event) {
       liveState.closed();

@@ -14,6 +14,7 @@ from django.test import Client, override_settings
 
 from dashboard import live
 from fleetscope.asgi import application
+from fleetscope.lib import gzipped
 from fleetscope.lib.channel_layers import redis_channel_layers
 from inventory.access import ViewScope
 from inventory.models import Fleet
@@ -63,6 +64,14 @@ def communicator(
     return WebsocketCommunicator(application, f"/ws/fleets/{fleet.code}/", headers=headers)
 
 
+async def pushed(ws: WebsocketCommunicator, timeout: float = ANSWER_SECONDS) -> str:
+    """The next overview sent: as published, gzip in a binary frame (the same bytes for
+    every socket)."""
+    frame = await ws.receive_from(timeout=timeout)
+    assert isinstance(frame, bytes), f"a text frame: {frame[:80]!r}"
+    return gzipped.decompress(frame)
+
+
 async def test_a_logged_in_viewer_receives_pushes_for_the_fleet(
     fleet: Fleet, session_cookie: str
 ) -> None:
@@ -71,9 +80,9 @@ async def test_a_logged_in_viewer_receives_pushes_for_the_fleet(
     assert connected
     await channel_layer().group_send(
         live.group_name(ViewScope(fleet)),
-        {"type": "overview.update", "payload_json": '{"panels":[]}'},
+        {"type": "overview.update", "payload_gzip": gzipped.compress('{"panels":[]}')},
     )
-    assert await ws.receive_from(timeout=ANSWER_SECONDS) == '{"panels":[]}'
+    assert await pushed(ws) == '{"panels":[]}'
     await ws.disconnect()
 
 
@@ -82,11 +91,11 @@ async def test_a_reconnecting_viewer_is_resynced_from_the_cached_overview(
 ) -> None:
     from django.core.cache import cache
 
-    key = f"fleetscope:overview:{ViewScope(fleet).key}"
-    await sync_to_async(cache.set)(key, '{"latest":1}')
+    key = f"fleetscope:overview-gzip:{ViewScope(fleet).key}"
+    await sync_to_async(cache.set)(key, gzipped.compress('{"latest":1}'))
     ws = communicator(fleet, cookie=session_cookie, origin="http://127.0.0.1")
     assert (await ws.connect(timeout=ANSWER_SECONDS))[0]
-    assert await ws.receive_from(timeout=ANSWER_SECONDS) == '{"latest":1}'
+    assert await pushed(ws) == '{"latest":1}'
     await ws.disconnect()
 
 
@@ -209,7 +218,7 @@ async def test_after_logout_the_open_socket_stops_receiving(
     await Session.objects.filter(session_key=session_cookie).adelete()
     await channel_layer().group_send(
         live.group_name(ViewScope(fleet)),
-        {"type": "overview.update", "payload_json": '{"secret":1}'},
+        {"type": "overview.update", "payload_gzip": gzipped.compress('{"secret":1}')},
     )
     output = await ws.receive_output()
     assert output == {"type": "websocket.close", "code": 4401}
@@ -242,7 +251,7 @@ async def test_a_viewer_idle_longer_than_redis_read_timeouts_still_gets_the_next
         await asyncio.sleep(6.5)
         await channel_layer().group_send(
             live.group_name(ViewScope(fleet)),
-            {"type": "overview.update", "payload_json": '{"late":1}'},
+            {"type": "overview.update", "payload_gzip": gzipped.compress('{"late":1}')},
         )
-        assert await ws.receive_from(timeout=10) == '{"late":1}'
+        assert await pushed(ws, timeout=10) == '{"late":1}'
         await ws.disconnect()

@@ -3,6 +3,7 @@ were made and when the page must stop calling them live."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 from collections.abc import Iterator
@@ -11,13 +12,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connections
-from django.test import override_settings
+from django.test import Client, override_settings
 
 from dashboard import live
 from devtools.waiting import wait_until
 from inventory.access import ViewScope
 from inventory.models import Fleet
 from tests.queries.storefill import fleet_named
+from tests.roles import user_with_role
 
 
 @pytest.fixture
@@ -97,3 +99,30 @@ def test_each_push_says_when_it_was_made_and_when_the_page_must_call_it_stale(
     assert stamp["interval_seconds"] == 15
     # About two intervals: one late push is not yet stale, two missed ones are.
     assert stamp["stale_after_seconds"] == 30
+
+
+def test_the_published_overview_is_compressed_once_and_served_as_pushed(
+    watched: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        live, "overview_for_default_view", lambda fleet: {"panels": [], "note": "x" * 5000}
+    )
+    assert live.overviews_publish() == 1
+    pushed = live.latest_overview_gzip(ViewScope(watched))
+    assert pushed is not None
+    assert gzip.decompress(pushed).decode() == live.latest_overview(ViewScope(watched))
+    assert len(pushed) < 1000  # 5000 repeated characters and a stamp
+    client = Client()
+    client.force_login(user_with_role("live-viewer", "viewer"))
+    url = f"/fleets/{watched.slug}/overview.json"
+    # A browser (or httpx) accepts gzip: it gets the pushed bytes, with no recompression.
+    answer = client.get(url, HTTP_ACCEPT_ENCODING="gzip, deflate, br")
+    assert answer.status_code == 200
+    assert answer["Content-Encoding"] == "gzip"
+    assert "Accept-Encoding" in answer["Vary"]
+    assert answer.content == pushed
+    # A client that does not accept gzip gets the same JSON inflated.
+    plain = client.get(url)
+    assert plain.status_code == 200
+    assert not plain.has_header("Content-Encoding")
+    assert json.loads(plain.content)["note"] == "x" * 5000

@@ -26,6 +26,7 @@ from django.utils import timezone
 from playwright.sync_api import Page, Request, expect
 
 from dashboard import live
+from fleetscope.lib import gzipped
 from fleetscope.lib.channel_layers import redis_channel_layers
 from inventory.access import ViewScope
 from inventory.models import Fleet
@@ -215,7 +216,7 @@ def test_hostile_label_values_pushed_over_the_websocket_stay_text(site: Site) ->
         payload["source_state"] = {"status": "down", "since": None, "message": HOSTILE_MODEL}
         payload["replicas"]["rows"][0]["state"] = "down"
         payload["replicas"]["rows"][0]["note"] = HOSTILE
-        message = {"type": "overview.update", "payload_json": json.dumps(payload)}
+        message = {"type": "overview.update", "payload_gzip": gzipped.compress(json.dumps(payload))}
         layer = channel_layer()
         off_the_loop(
             lambda: async_to_sync(layer.group_send)(live.group_name(ViewScope(site.fleet)), message)
@@ -429,7 +430,7 @@ def test_off_screen_panels_are_drawn_when_scrolled_to_and_updates_redraw_in_plac
         )
         panel = next(p for p in payload["panels"] if p["id"] == "traffic.requests")
         panel["figure"]["data"][0]["name"] = "renamed-by-the-update"
-        message = {"type": "overview.update", "payload_json": json.dumps(payload)}
+        message = {"type": "overview.update", "payload_gzip": gzipped.compress(json.dumps(payload))}
         layer = channel_layer()
         off_the_loop(
             lambda: async_to_sync(layer.group_send)(live.group_name(ViewScope(site.fleet)), message)

@@ -34,6 +34,7 @@ from websockets.typing import Origin
 from dashboard.consumers import CLOSE_LIVE_UNAVAILABLE
 from devtools.ports import free_port
 from devtools.waiting import get_when_listening
+from fleetscope.lib import gzipped
 from inventory.models import Fleet
 from tests.drills.services import (
     Process,
@@ -89,7 +90,8 @@ def production(tmp_path: Path) -> Iterator[Production]:
             stack.enter_context(fleetscope_process(args, env=env, log=tmp_path / f"{name}.log"))
             for name, args in [
                 ("web", ["-m", "uvicorn", "fleetscope.asgi:application", "--host", "127.0.0.1",
-                         "--port", str(port), "--lifespan", "off", "--log-level", "warning"]),
+                         "--port", str(port), "--lifespan", "off", "--log-level", "warning",
+                         "--ws-per-message-deflate", "false"]),  # as deploy/bin/web
                 ("worker", celery_worker_args("worker")),
                 ("beat", celery_beat_args(tmp_path / "beat-schedule")),
             ]
@@ -138,8 +140,10 @@ class Viewer:
         )
 
     def push(self, timeout: float = 4 * INTERVAL) -> str:
-        """The next overview the server sends."""
-        return str(self.socket.recv(timeout=timeout))
+        """The next overview the server sends (gzip-compressed JSON in a binary frame)."""
+        frame = self.socket.recv(timeout=timeout)
+        assert isinstance(frame, bytes), f"a text frame: {frame[:80]!r}"
+        return gzipped.decompress(frame)
 
     def close_frame(self, timeout: float = 15.0) -> tuple[int, str, float]:
         """Read until the server closes: its close code and reason, and when (seconds after
