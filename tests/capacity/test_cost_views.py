@@ -12,13 +12,15 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import reverse
 
 from capacity.models import FleetPrice
 from capacity.pages import cost as cost_pages
 from capacity.services import cost_report_store
+from fleetscope.lib.redis_settings import redis_caches
 from inventory.models import Fleet
+from tests.redisfakes import TIMEOUTS
 
 RULED = ("acme", "globex", "hooli", "initech")
 
@@ -269,3 +271,20 @@ def test_a_tenant_the_period_does_not_have_is_a_400_naming_the_tenants_it_has(
     assert "no tenant &#x27;nobody&#x27; in this period (tenants: acme" in response.content.decode()
     response = owner_client.get(reverse("capacity-cost-json", args=["sim"]), query)
     assert response.status_code == 400
+
+
+def test_with_redis_stopped_the_cost_page_computes_its_trend_instead_of_failing(
+    sim_fleet: Fleet, owner_client: Client, closed_port: int
+) -> None:
+    # The trend's buckets are cached in Redis in production: a stopped Redis must cost
+    # only that cache, as for the overview (tests/dashboard/test_views_overview_redis.py).
+    window = _window()
+    with override_settings(
+        CACHES=redis_caches(f"redis://127.0.0.1:{closed_port}/0", TIMEOUTS),
+        REDIS_TIMEOUT_SECONDS=TIMEOUTS.read_seconds,
+    ):
+        response = owner_client.get(reverse("capacity-cost-fleet", args=["sim"]), window)
+        data = _json(owner_client, window)
+    assert response.status_code == 200
+    assert 'id="cost-trend"' in response.content.decode()
+    assert data["tenants"]

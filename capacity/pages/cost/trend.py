@@ -10,8 +10,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.core.cache import cache
-
 from capacity.cost import UNATTRIBUTED, CostReport
 from capacity.models import FleetPrice
 from capacity.pages.cost.shown import IDLE
@@ -19,6 +17,7 @@ from capacity.pages.cost.tables import has_usage
 from capacity.pages.params import FUTURE_TOLERANCE, Backend, backend_parse, utc_text
 from capacity.services import CostReview, cost_review
 from dashboard.figures import plotly_text, utc_times
+from fleetscope.lib import shared_cache
 from inventory.models import Fleet
 
 MAX_BUCKETS = 48
@@ -121,11 +120,12 @@ def trend(
             f"capacity.cost.trend.{fleet.code.hex}.{review.backend}.{basis}.{fingerprint}."
             f"{int(start.timestamp())}.{int(end.timestamp())}"
         )
-        bucket = cache.get(key)
+        # The cache is an optimisation: with Redis down every bucket is computed.
+        bucket = shared_cache.get(key)
         if not isinstance(bucket, Bucket):
             bucket = _bucket(fleet, start, end, backend_parse(review.backend), basis)
             if end <= now - FUTURE_TOLERANCE:
-                cache.set(key, bucket, TREND_CACHE_SECONDS)
+                shared_cache.put(key, bucket, timeout=TREND_CACHE_SECONDS)
         if tenant is not None:  # one tenant's view: its own bar only, no idle
             bucket = replace(bucket, parts={tenant: bucket.parts.get(tenant)})
         found.append(bucket)
