@@ -3,10 +3,16 @@ FROM python:3.11-slim-bookworm AS builder
 WORKDIR /src
 RUN pip install --no-cache-dir --upgrade pip
 COPY pyproject.toml README.md ./
+# Every package pyproject.toml includes (tests/test_dockerfile.py keeps the two lists equal).
 COPY fleetscope ./fleetscope
 COPY inventory ./inventory
+COPY queries ./queries
 COPY dashboard ./dashboard
+COPY slo ./slo
 COPY triage ./triage
+COPY capacity ./capacity
+COPY blindspots ./blindspots
+COPY audit ./audit
 COPY fleetsim ./fleetsim
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
