@@ -10,7 +10,7 @@ import shutil
 import tomllib
 from pathlib import Path
 
-from setuptools import find_packages
+from setuptools import find_packages  # type: ignore[import-untyped]  # the venv's setuptools ships no type hints
 
 ROOT = Path(__file__).resolve().parent.parent
 
