@@ -19,7 +19,8 @@ RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 FROM python:3.11-slim-bookworm
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    FLEETSCOPE_VAR_DIR=/app/var
+    FLEETSCOPE_VAR_DIR=/app/var \
+    FLEETSCOPE_APP_DIR=/app
 RUN groupadd --system fleetscope && useradd --system --gid fleetscope --home /app fleetscope
 WORKDIR /app
 COPY --from=builder /wheels /wheels

@@ -19,7 +19,14 @@ from fleetscope.lib.redis_settings import RedisTimeouts, celery_transport_option
 
 env = Env()
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+# Where templates/ and static/ are: the checkout holding this package, or, where the
+# package is installed from a wheel (the image), the directory named here.
+BASE_DIR = Path(env.str("FLEETSCOPE_APP_DIR") or Path(__file__).resolve().parent.parent)
+if not (BASE_DIR / "templates").is_dir():
+    raise ImproperlyConfigured(
+        f"FLEETSCOPE_APP_DIR: {str(BASE_DIR)!r} has no templates/ directory "
+        "(set it to the directory that holds templates/ and static/)"
+    )
 VAR_DIR = Path(env.str("FLEETSCOPE_VAR_DIR") or BASE_DIR / "var")
 
 DEBUG = env.bool("DEBUG", default=False)
@@ -55,7 +62,9 @@ if _database_url is None:
     }
 else:
     try:
-        _db = dj_database_url.parse(_database_url.geturl(), conn_health_checks=True)
+        # The URL as written: urlsplit's geturl() turns sqlite:////abs/path into a
+        # relative path (sqlite://abs/path).
+        _db = dj_database_url.parse(str(env.raw("DATABASE_URL")), conn_health_checks=True)
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL: {exc}") from None
     if _db["ENGINE"].endswith("sqlite3"):

@@ -166,3 +166,21 @@ def test_csrf_trusted_origin_without_a_scheme_or_host_fails_naming_it(value: str
 def test_csrf_trusted_origins_with_scheme_port_and_wildcard_start() -> None:
     value = "https://fleetscope.example.com,http://127.0.0.1:8001,https://*.example.org"
     assert start({"CSRF_TRUSTED_ORIGINS": value}).returncode == 0
+
+
+def test_an_absolute_sqlite_database_url_keeps_its_path(tmp_path: Path) -> None:
+    database = tmp_path / "elsewhere" / "fleetscope.sqlite3"
+    database.parent.mkdir()
+    shown = start(
+        {"DATABASE_URL": f"sqlite:///{database}"},
+        "-c",
+        "import django; django.setup(); from django.conf import settings; "
+        "print(settings.DATABASES['default']['NAME'])",
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.strip() == str(database)
+
+
+def test_an_app_dir_without_templates_fails_naming_it(tmp_path: Path) -> None:
+    line = assert_one_line_error(start({"FLEETSCOPE_APP_DIR": str(tmp_path)}), "FLEETSCOPE_APP_DIR")
+    assert "templates/" in line
