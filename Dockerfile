@@ -1,4 +1,11 @@
-# Two stages: wheels are built where compilers live; the runtime image only installs them.
+# Three stages: plotly.js's cartesian bundle comes from npm and wheels are built where
+# compilers live; the runtime image only installs and copies them.
+FROM node:20-bookworm-slim AS js
+WORKDIR /src
+# As scripts/ensure-js.sh installs it for `make install`.
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
 FROM python:3.11-slim-bookworm AS builder
 WORKDIR /src
 RUN pip install --no-cache-dir --upgrade pip
@@ -29,6 +36,8 @@ COPY manage.py ./
 COPY templates ./templates
 COPY static ./static
 COPY deploy/bin ./bin
+# Served as static/vendor/plotly.min.js (fleetscope/staticfinders.py).
+COPY --from=js /src/node_modules/plotly.js-cartesian-dist-min/plotly-cartesian.min.js ./node_modules/plotly.js-cartesian-dist-min/
 # collectstatic needs settings to load; these throwaway values never reach a running container.
 RUN SECRET_KEY=collectstatic-only DATABASE_URL=sqlite:////tmp/build.sqlite3 \
     python manage.py collectstatic --noinput \

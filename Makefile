@@ -11,8 +11,9 @@ STAMP := $(VENV)/.installed-stamp
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml package-lock.json
 	@scripts/ensure-venv.sh "$(PYTHON)" "$(VENV)"
+	@scripts/ensure-js.sh
 	@touch $(STAMP)
 
 demo: install
@@ -35,4 +36,4 @@ migrations-check: install
 	SECRET_KEY=migrations-check $(PY) manage.py makemigrations --check --dry-run
 
 clean:
-	rm -rf $(VENV) var/static var/screenshots
+	rm -rf $(VENV) node_modules var/static var/screenshots

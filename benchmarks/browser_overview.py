@@ -12,14 +12,18 @@ each. Times are from the navigation's start, read in the page: the DOM ready, th
 JSON's arrival, and the marks the page's script sets at the first paint after its first
 chart (`fleetscope:first-chart`) and after its last (`fleetscope:all-charts`).
 
-- fleetscope: the page as served: plotly.js loaded asynchronously while the overview is
-  fetched, the replica table and text drawn first, then the charts one per task, those
-  on screen first, the rest when the page is idle.
-- baseline: the same page with `?render=all-at-once`, the page as it was: plotly.js
-  loaded before the script, then every chart drawn with Plotly.newPlot in one go.
-- with --plotly-bundle PATH (say plotly.js-cartesian-dist-min's plotly-cartesian.min.js
-  from its npm tarball): fleetscope again with that file served in place of
-  vendor/plotly.min.js, the full bundle from the plotly Python package.
+- fleetscope: the page as served: plotly.js's cartesian bundle (from npm, `make install`)
+  loaded asynchronously while the overview is fetched, the replica table and text drawn
+  first, then the charts one per task, those on screen first, the rest when the page is
+  idle.
+- cartesian bundle, routed / full bundle, routed: the same page with plotly.js handed to
+  the browser by Playwright (never from its cache, like a first visit), the cartesian
+  bundle or the full one of the plotly Python package (what is served without npm):
+  their ratio is what the smaller bundle buys.
+- baseline: the page as it was: `?render=all-at-once` with the full bundle (routed),
+  plotly.js loaded before the script, then every chart drawn with Plotly.newPlot in one go.
+- with --plotly-bundle PATH: fleetscope again with that file served as
+  vendor/plotly.min.js.
 
 Goal: first chart < 1 s and all charts < 2.5 s (p50) on 2 cores.
 """
@@ -112,7 +116,7 @@ def line(name: str, runs: list[dict[str, float]]) -> str:
     charts = sorted({run["charts"] for run in runs})
     fetched = sorted({run["plotlyBytes"] for run in runs})
     return (
-        f"   {name:<22} DOM ready {stat('dom')}   plotly.js in {stat('plotly')}   "
+        f"   {name:<26} DOM ready {stat('dom')}   plotly.js in {stat('plotly')}   "
         f"JSON in {stat('json')}   "
         f"first chart {stat('first')}   all charts {stat('all')}   ({charts} charts, "
         f"plotly.js transfer sizes {fetched} B)"
@@ -144,6 +148,7 @@ def main() -> None:
     from django.conf import settings
 
     from devtools.browser import asgi_server, chromium
+    from fleetscope.staticfinders import FULL_BUNDLE, plotly_bundle
 
     try:
         fleet, _ = fill(args.replicas, args.hours, None)
@@ -169,8 +174,12 @@ def main() -> None:
                     )
                 return made
 
-            full = context(None)
-            variants["fleetscope"] = (full, path)
+            if plotly_bundle() == FULL_BUNDLE:
+                raise SystemExit("the cartesian bundle is not installed: run make install")
+            full = context(FULL_BUNDLE)
+            variants["fleetscope"] = (context(None), path)
+            variants["cartesian bundle, routed"] = (context(plotly_bundle()), path)
+            variants["full bundle, routed"] = (full, path)
             variants["baseline (all at once)"] = (full, f"{path}?render=all-at-once")
             if args.plotly_bundle is not None:
                 variants[f"fleetscope, {args.plotly_bundle.name}"] = (
@@ -192,9 +201,16 @@ def main() -> None:
         every = statistics.median(r["all"] for r in ours)
         base_first = statistics.median(r["first"] for r in base_runs)
         base_all = statistics.median(r["all"] for r in base_runs)
+        full_runs, cartesian_runs = runs["full bundle, routed"], runs["cartesian bundle, routed"]
+        full_first = statistics.median(r["first"] for r in full_runs)
+        full_all = statistics.median(r["all"] for r in full_runs)
+        cartesian_first = statistics.median(r["first"] for r in cartesian_runs)
+        cartesian_all = statistics.median(r["all"] for r in cartesian_runs)
         print(
             f"   ratio baseline / fleetscope (p50): first chart {base_first / first:.1f}x, "
-            f"all charts {base_all / every:.2f}x"
+            f"all charts {base_all / every:.2f}x; full bundle / cartesian (both routed): "
+            f"first chart {full_first / cartesian_first:.2f}x, all charts "
+            f"{full_all / cartesian_all:.2f}x"
         )
         print(
             f"   goal: first chart < {GOAL_FIRST_MS:.0f} ms: "

@@ -1,4 +1,10 @@
-"""Serve plotly.min.js from the installed plotly package (no CDN, nothing vendored)."""
+"""Serve plotly.js as vendor/plotly.min.js: the cartesian bundle installed from npm when
+it is there, else the full bundle that ships with the plotly Python package. No CDN and
+nothing vendored in the repository.
+
+FleetScope draws scatter, bar and heatmap traces only, all in the cartesian bundle
+(1.5 MB against 4.8 MB): a page with charts starts drawing about 0.4 s sooner on two cores
+(benchmarks/browser_overview.py)."""
 
 from __future__ import annotations
 
@@ -6,24 +12,42 @@ from pathlib import Path
 from typing import Any, Literal, overload
 
 import plotly
+from django.conf import settings
 from django.contrib.staticfiles.finders import BaseFinder
 from django.core.files.storage import FileSystemStorage
 
 PLOTLY_STATIC_PATH = "vendor/plotly.min.js"
-_PLOTLY_DIR = Path(plotly.__file__).resolve().parent / "package_data"
+FULL_BUNDLE = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
+CARTESIAN_RELATIVE = Path("node_modules/plotly.js-cartesian-dist-min/plotly-cartesian.min.js")
 
 
-class _VendorStorage(FileSystemStorage):
+def plotly_bundle() -> Path:
+    """The file served as vendor/plotly.min.js (scripts/ensure-js.sh installs the first)."""
+    cartesian = Path(settings.BASE_DIR) / CARTESIAN_RELATIVE
+    return cartesian if cartesian.is_file() else FULL_BUNDLE
+
+
+class _BundleStorage(FileSystemStorage):
+    """One file, known as plotly.min.js whatever its name on disk."""
+
     # collectstatic and the static views read `prefix`: the file is served under vendor/.
     prefix = "vendor"
 
+    def __init__(self, bundle: Path) -> None:
+        super().__init__(location=str(bundle.parent))
+        self.bundle = bundle
+
+    def path(self, name: str) -> str:
+        return str(self.bundle) if name == "plotly.min.js" else super().path(name)
+
 
 class PlotlyFinder(BaseFinder):
-    """Expose exactly one file: the plotly.js bundle that ships with the Python package."""
+    """Expose exactly one file: vendor/plotly.min.js, from `plotly_bundle()`."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.storage = _VendorStorage(location=str(_PLOTLY_DIR))
+        self.bundle = plotly_bundle()
+        self.storage = _BundleStorage(self.bundle)
 
     def check(self, **kwargs: Any) -> list[Any]:
         return []
@@ -35,7 +59,7 @@ class PlotlyFinder(BaseFinder):
     def find(self, path: str, find_all: bool = False, **kwargs: Any) -> str | list[str] | None:
         if path != PLOTLY_STATIC_PATH:
             return [] if find_all else None
-        found = str(_PLOTLY_DIR / "plotly.min.js")
+        found = str(self.bundle)
         return [found] if find_all else found
 
     def list(self, ignore_patterns: Any) -> Any:

@@ -20,16 +20,21 @@ from setuptools import find_packages  # type: ignore[import-untyped]  # the venv
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def stages() -> list[list[tuple[str, str]]]:
-    """Each stage's COPY lines (not those from another stage), as (source, destination)."""
-    found: list[list[tuple[str, str]]] = []
+Copy = tuple[str, str, str | None]  # source, destination, the stage it comes from
+
+
+def stages() -> dict[str, list[Copy]]:
+    """Each stage's COPY lines by the stage's name (the last, unnamed: "runtime")."""
+    found: dict[str, list[Copy]] = {}
+    current: list[Copy] = []
     for line in (ROOT / "Dockerfile").read_text().splitlines():
         words = line.split()
         if words[:1] == ["FROM"]:
-            found.append([])
-        elif words[:1] == ["COPY"] and not words[1].startswith("--from"):
-            *sources, destination = words[1:]
-            found[-1].extend((source, destination) for source in sources)
+            current = found.setdefault(words[3] if len(words) > 3 else "runtime", [])
+        elif words[:1] == ["COPY"]:
+            origin = words[1].removeprefix("--from=") if words[1].startswith("--from=") else None
+            *sources, destination = words[2:] if origin else words[1:]
+            current.extend((source, destination, origin) for source in sources)
     return found
 
 
@@ -40,7 +45,7 @@ def included() -> list[str]:
 
 
 def test_the_builder_stage_copies_every_package_the_wheel_includes(tmp_path: Path) -> None:
-    replay(stages()[0], tmp_path)
+    replay(stages()["builder"], tmp_path)
     in_image = set(find_packages(where=str(tmp_path), include=included()))
     in_repo = set(find_packages(where=str(ROOT), include=included()))
     assert in_repo - in_image == set(), "packages the image's wheel would lack"
@@ -48,21 +53,28 @@ def test_the_builder_stage_copies_every_package_the_wheel_includes(tmp_path: Pat
 
 
 def test_the_runtime_stage_copies_what_the_processes_run_from() -> None:
-    runtime = {source for source, _ in stages()[-1]}
+    runtime = {source for source, _, origin in stages()["runtime"] if origin is None}
     assert {"manage.py", "templates", "static", "deploy/bin"} <= runtime
     assert all((ROOT / source).exists() for source in runtime)
+    js = {source for source, _, _ in stages()["js"]}
+    assert js == {"package.json", "package-lock.json"}
 
 
-def replay(copies: list[tuple[str, str]], into: Path) -> None:
-    """Do what the stage's COPY lines do, into `into` (its WORKDIR)."""
-    for source, destination in copies:
+def replay(copies: list[Copy], into: Path) -> None:
+    """Do what the stage's COPY lines do, into `into` (its WORKDIR). A file from the js
+    stage (npm ci of package-lock.json into /src) is this checkout's copy from
+    scripts/ensure-js.sh, installed from the same lock."""
+    for source, destination, origin in copies:
+        if origin == "builder":
+            continue  # the wheels: the test builds and installs the project's own
+        found = ROOT / source.removeprefix("/src/") if origin == "js" else ROOT / source
         target = into / destination
-        if (ROOT / source).is_dir():
-            shutil.copytree(ROOT / source, target, dirs_exist_ok=True)
+        if found.is_dir():
+            shutil.copytree(found, target, dirs_exist_ok=True)
         else:
-            target = target / Path(source).name if destination.endswith("/") else target
+            target = target / found.name if destination.endswith("/") else target
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(ROOT / source, target)
+            shutil.copy(found, target)
 
 
 def runtime_environment() -> dict[str, str]:
@@ -94,14 +106,16 @@ for name in sys.argv[2:]:
 call_command("migrate", verbosity=0)
 page = Client().get("/login/")
 assert page.status_code == 200, page.status_code
-css = Client().get("/static/vendor/plotly.min.js")
-assert css.status_code == 200, css.status_code
+plotly = Client().get("/static/vendor/plotly.min.js")
+assert plotly.status_code == 200, plotly.status_code
+body = b"".join(plotly.streaming_content)
+assert body.startswith(b"/**\\n* plotly.js (cartesian - minified)"), body[:80]
 print("image ok")
 """
 
 
 def test_the_image_runs_from_its_wheel_and_the_files_it_copies(tmp_path: Path) -> None:
-    builder, runtime = stages()[0], stages()[-1]
+    builder, runtime = stages()["builder"], stages()["runtime"]
     replay(builder, tmp_path / "src")
     # As the builder stage (RUN pip wheel .), the project's own wheel only.
     subprocess.run(

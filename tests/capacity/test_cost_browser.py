@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from capacity.pages.cost import iso
 from inventory.models import Fleet
-from tests.browser import asgi_server, chromium, screenshot_path
+from tests.browser import asgi_server, chromium, screenshot_path, trace_types_outside_the_bundle
 from tests.roles import user_with_role
 
 pytestmark = [
@@ -52,4 +52,5 @@ def test_the_cost_page_shows_the_tenant_table_and_draws_the_trend(
         expect(page.locator("#reconciliation .recon-ok")).to_have_count(2)
         expect(page.locator("#trend-plot .main-svg").first).to_be_visible()
         expect(page.locator("#trend-plot .xtitle")).to_have_text("time (UTC)")
+        assert trace_types_outside_the_bundle(page) == []
         page.screenshot(path=screenshot_path("cost-report"), full_page=True)

@@ -18,7 +18,7 @@ from dashboard.panels import PANELS
 from devtools.ports import free_port
 from devtools.waiting import get_when_listening, wait_until
 from fleetscope.embedded import port_is_free
-from tests.browser import chromium, screenshot_path
+from tests.browser import chromium, screenshot_path, trace_types_outside_the_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -125,6 +125,7 @@ def test_make_demo_serves_login_then_the_base_layout(demo: Demo) -> None:
         page.wait_for_selector("body[data-all-drawn=true]", timeout=60_000)
         drawn = page.locator(".chart .plot.js-plotly-plot").count()
         assert drawn == len(PANELS) - len(not_simulated), drawn
+        assert trace_types_outside_the_bundle(page) == []
         page.screenshot(path=screenshot_path("demo-overview"), full_page=True)
         # The history filled in before serving: the default view has lines from its start.
         first, range_start, range_end = page.locator(

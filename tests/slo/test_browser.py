@@ -23,7 +23,7 @@ from fleetsim.history import History
 from inventory.history import history_import
 from slo.evaluation import slo_status
 from slo.models import Objective, Slo
-from tests.browser import asgi_server, chromium, screenshot_path
+from tests.browser import asgi_server, chromium, screenshot_path, trace_types_outside_the_bundle
 from tests.roles import user_with_role
 from tests.slo.conftest import END
 
@@ -144,6 +144,7 @@ def test_the_list_and_details_show_a_burning_and_an_undecided_slo(site: Site) ->
         expect(page.locator("#slo-state")).to_have_text("burning (page)")
         expect(page.locator("#objective-ttft tr[data-firing=firing]").first).to_be_visible()
         expect(page.locator("#objective-ttft .js-plotly-plot")).to_have_count(3)
+        assert trace_types_outside_the_bundle(page) == []
         expect(page.locator("#worst-objective")).to_contain_text("TTFT")
         page.locator("#objective-ttft details.provenance summary").click()
         expect(page.locator("#objective-ttft details.provenance")).to_contain_text(

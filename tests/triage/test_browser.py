@@ -26,7 +26,7 @@ from playwright.sync_api import Browser, Page, ViewportSize, expect
 from devtools.waiting import wait_until
 from fleetscope.lib.utc import utc_iso, utc_text, utc_text_of_iso
 from inventory.history import history_import
-from tests.browser import asgi_server, chromium, screenshot_path
+from tests.browser import asgi_server, chromium, screenshot_path, trace_types_outside_the_bundle
 from tests.roles import user_with_role
 from tests.triage.factories import TOKEN
 from tests.triage.walk.scenario_walks import history_of, incident_window
@@ -255,6 +255,7 @@ def test_an_alertmanager_incident_reads_as_the_throttled_gpu_with_its_plan(scene
         # The series behind the figures, frozen with the walk: the throttled replica's SM
         # clock among the lines, the axis in UTC although the browser is in New York.
         expect(page.locator("#charts [data-chart][data-drawn=true]").first).to_be_visible()
+        assert trace_types_outside_the_bundle(page) == []
         clock = page.locator("[data-chart='chart-sm_clock']")
         names = clock.evaluate("plot => plot.data.map(trace => trace.name)")
         assert set(scene.replicas) <= set(names), names
