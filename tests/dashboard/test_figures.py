@@ -280,11 +280,15 @@ def test_codes_are_steps_with_integer_ticks_at_the_codes_seen_only() -> None:
         panel_figure("codes", {"by exporter": QueryResult("ok", (quiet, failing))},
                      unit="XID code").figure
     )  # fmt: skip
-    assert [t["y"] for t in figure["data"]] == [[0.0, 0.0, 0.0], [0.0, 74.0, None]]
-    assert {t["line"]["shape"] for t in figure["data"]} == {"hv"}
-    assert {t["hovertemplate"] for t in figure["data"]} == {
-        "%{x|%Y-%m-%d %H:%M:%S} UTC<br>%{y:d} XID code"
-    }
+    *steps, starts = figure["data"]
+    assert [t["y"] for t in steps] == [[0.0, 0.0, 0.0], [0.0, 74.0, None]]
+    assert {t["line"]["shape"] for t in steps} == {"hv"}
+    assert {t["mode"] for t in steps} == {"lines"}
+    assert {t["hovertemplate"] for t in steps} == {"%{x|%Y-%m-%d %H:%M:%S} UTC<br>%{y:d} XID code"}
+    # A marker where each code starts: a's 0; b's 0, then its 74.
+    assert (starts["mode"], starts["y"]) == ("markers", [0.0, 0.0, 74.0])
+    assert starts["text"] == [steps[0]["name"], steps[1]["name"], steps[1]["name"]]
+    assert starts["x"] == [steps[0]["x"][0], steps[1]["x"][0], steps[1]["x"][1]]
     yaxis = figure["layout"]["yaxis"]
     assert (yaxis["tickmode"], yaxis["tickvals"], yaxis["ticktext"]) == (
         "array",

@@ -260,5 +260,10 @@ def test_an_exporter_with_four_gpus_draws_each_gpu_not_their_sum() -> None:
     ]
     assert by_id["gpu.memory"]["unit"] == "MiB"
     errors = by_id["gpu.errors"]["figure"]["data"]
-    assert [t["y"] for t in errors] == [[v] * 3 for v in xid.values()]
+    steps, (starts,) = errors[:-1], errors[-1:]
+    assert [t["y"] for t in steps] == [[v] * 3 for v in xid.values()]
+    # One marker where each GPU's code starts (one code each here), in one trace.
+    assert starts["mode"] == "markers"
+    assert starts["y"] == list(xid.values())
+    assert starts["text"] == [t["name"] for t in steps]
     assert by_id["gpu.errors"]["figure"]["layout"]["yaxis"]["tickvals"] == [0, 74]
