@@ -25,7 +25,14 @@ from channels.layers import BaseChannelLayer, get_channel_layer
 from django.conf import settings
 from django.utils import timezone
 
-from dashboard.overview import Backend, OverviewRequest, overview_compute, overview_json
+from dashboard.overview import (
+    Backend,
+    OverviewRequest,
+    overview_compute,
+    overview_json,
+    overview_slice,
+)
+from dashboard.panels import Group
 from dashboard.timerange import DEFAULT_RANGE, parse_range
 from fleetscope.lib import gzipped, shared_cache
 from fleetscope.lib.redis_settings import REDIS_ERRORS
@@ -63,8 +70,8 @@ def _watch_key(scope: ViewScope) -> str:
     return f"fleetscope:watch:{scope.key}"
 
 
-def _latest_key(scope: ViewScope) -> str:
-    return f"fleetscope:overview-gzip:{scope.key}"
+def _latest_key(scope: ViewScope, group: Group | None = None) -> str:
+    return f"fleetscope:overview-gzip:{scope.key}" + ("" if group is None else f":{group}")
 
 
 def _computing_key(scope: ViewScope) -> str:
@@ -77,14 +84,15 @@ def watch(scope: ViewScope) -> bool:
     return shared_cache.put(_watch_key(scope), time.time(), timeout=WATCH_SECONDS)
 
 
-def latest_overview_gzip(scope: ViewScope) -> bytes | None:
-    """The last pushed overview of `scope`, as pushed (gzip-compressed JSON)."""
-    return shared_cache.get(_latest_key(scope))
+def latest_overview_gzip(scope: ViewScope, group: Group | None = None) -> bytes | None:
+    """The last pushed overview of `scope`, as pushed (gzip-compressed JSON); with `group`,
+    that group's page cut from the same overview."""
+    return shared_cache.get(_latest_key(scope, group))
 
 
-def latest_overview(scope: ViewScope) -> str | None:
-    """The last pushed overview of `scope`, as JSON text."""
-    data = latest_overview_gzip(scope)
+def latest_overview(scope: ViewScope, group: Group | None = None) -> str | None:
+    """The last pushed overview of `scope` (or its `group` page), as JSON text."""
+    data = latest_overview_gzip(scope, group)
     return None if data is None else gzipped.decompress(data)
 
 
@@ -128,7 +136,14 @@ def overviews_publish() -> int:
             payload["live"] = live_stamp()
             data = gzipped.compress(overview_json(payload))
             timeout = settings.FLEETSCOPE_SCRAPE_INTERVAL_SECONDS * 4
-            shared_cache.put(_latest_key(scope), data, timeout=timeout)
+            # The group tabs poll (they have no socket): each gets its own panels only.
+            cached = {_latest_key(scope): data} | {
+                _latest_key(scope, group): gzipped.compress(
+                    overview_json(overview_slice(payload, group))
+                )
+                for group in Group
+            }
+            shared_cache.put_many(cached, timeout=timeout)
             published += _push(layer, scope, data)
         finally:
             shared_cache.delete(computing)

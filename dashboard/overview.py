@@ -205,6 +205,15 @@ def _overview(request: OverviewRequest) -> dict[str, Any]:
     return payload
 
 
+def overview_slice(payload: dict[str, Any], group: Group) -> dict[str, Any]:
+    """One group's page cut from a whole overview: its panels, without the replica table
+    (which only the overview shows), as `overview_compute` would give for `group` from the
+    same results. The live job cuts these so a group tab polls its own panels."""
+    cut = {key: value for key, value in payload.items() if key != "replicas"}
+    cut["panels"] = [panel for panel in payload["panels"] if panel["group"] == group]
+    return cut
+
+
 def panel_compute(
     panel: Panel, *, fleet: Fleet, window: Window, backend: Backend, model_name: str | None = None
 ) -> dict[str, Any]:

@@ -226,8 +226,8 @@ def fleet_overview_json(request: HttpRequest, slug: str) -> HttpResponse:
         message = f"group must be one of {', '.join(Group)}"
         return JsonResponse({"error": message, "parameter": "group"}, status=400)
     watch(scope)
-    # The pushed overview holds every group's panels, so group pages share it too.
-    if filters.is_default and (cached := latest_overview_gzip(scope)) is not None:
+    # The live job caches the default view whole (the overview) and cut per group.
+    if filters.is_default and (cached := latest_overview_gzip(scope, group)) is not None:
         return gzipped.response(request, cached, "application/json")
     try:
         span = span_of(filters)

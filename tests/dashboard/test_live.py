@@ -9,16 +9,22 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from django.db import connections
 from django.test import Client, override_settings
+from django.utils import timezone
 
 from dashboard import live
+from dashboard.overview import OverviewRequest, overview_compute
+from dashboard.panels import Group
 from devtools.waiting import wait_until
 from inventory.access import ViewScope
 from inventory.models import Fleet
-from tests.queries.storefill import fleet_named
+from queries import Window
+from tests.dashboard.replicafill import END, replica
+from tests.queries.storefill import T0, fleet_named
 from tests.roles import user_with_role
 
 
@@ -126,3 +132,41 @@ def test_the_published_overview_is_compressed_once_and_served_as_pushed(
     assert plain.status_code == 200
     assert not plain.has_header("Content-Encoding")
     assert json.loads(plain.content)["note"] == "x" * 5000
+
+
+def test_a_group_tab_polls_its_own_panels_cut_from_the_published_overview(db: None) -> None:
+    fleet = fleet_named("live-groups")
+    replica(fleet, "a:1", start=(timezone.now() - T0).total_seconds() - (END + 20))
+    assert live.watch(ViewScope(fleet))
+    assert live.overviews_publish() == 1
+    client = Client()
+    client.force_login(user_with_role("group-viewer", "viewer"))
+    whole = client.get(f"/fleets/{fleet.slug}/overview.json")
+    assert whole.status_code == 200
+    overview = json.loads(whole.content)
+    drawn = {p["id"] for p in overview["panels"] if p["status"] in ("ok", "partial")}
+    assert {"latency.ttft", "queue.depth"} <= drawn  # the cut below holds real charts
+    for group in Group:
+        answer = client.get(f"/fleets/{fleet.slug}/overview.json?group={group}")
+        assert answer.status_code == 200
+        payload = json.loads(answer.content)
+        assert {p["group"] for p in payload["panels"]} == {group}
+        assert "replicas" not in payload
+        assert payload["live"] == overview["live"]  # the same publish
+        # What a group page computes for itself, from the same store and window.
+        computed = overview_compute(
+            OverviewRequest(fleet, window_of(payload), "local", group=group)
+        )
+        assert [p["id"] for p in payload["panels"]] == [p["id"] for p in computed["panels"]]
+        assert [p["status"] for p in payload["panels"]] == [p["status"] for p in computed["panels"]]
+        # Measured: a tab polls its own panels, not every group's (31 panels).
+        assert len(answer.content) < 0.6 * len(whole.content), (group, len(answer.content))
+
+
+def window_of(payload: dict[str, Any]) -> Window:
+    window = payload["window"]
+    return Window(
+        datetime.fromisoformat(window["start"]),
+        datetime.fromisoformat(window["end"]),
+        window["step_seconds"],
+    )
