@@ -367,6 +367,10 @@ def codes_figure(results: Mapping[str, QueryResult], *, unit: str) -> dict[str, 
                 starts["text"].append(trace["name"])
             previous = value
     if starts["x"]:
+        # Markers pad plotly's autorange: keep the lines' span, as on the line panels
+        # (UTC wall-clock text sorts as time).
+        spans = [trace["x"] for trace in figure["data"] if trace["x"]]
+        figure["layout"]["xaxis"]["range"] = [min(x[0] for x in spans), max(x[-1] for x in spans)]
         figure["data"].append(
             {
                 "type": "scatter",

@@ -289,6 +289,7 @@ def test_codes_are_steps_with_integer_ticks_at_the_codes_seen_only() -> None:
     assert (starts["mode"], starts["y"]) == ("markers", [0.0, 0.0, 74.0])
     assert starts["text"] == [steps[0]["name"], steps[1]["name"], steps[1]["name"]]
     assert starts["x"] == [steps[0]["x"][0], steps[1]["x"][0], steps[1]["x"][1]]
+    assert figure["layout"]["xaxis"]["range"] == [steps[0]["x"][0], steps[0]["x"][-1]]
     yaxis = figure["layout"]["yaxis"]
     assert (yaxis["tickmode"], yaxis["tickvals"], yaxis["ticktext"]) == (
         "array",
