@@ -160,7 +160,9 @@ def _layout(unit: str) -> dict[str, Any]:
             "type": "date",
             "tickformatstops": [
                 {"dtickrange": [None, TWO_HOURS_MS], "value": "%H:%M"},
-                {"dtickrange": [TWO_HOURS_MS, DAY_MS], "value": "%d %b %H:%M"},
+                # plotly takes the first stop whose range holds the tick spacing, ends
+                # included: a whole day's spacing must fall in the next stop.
+                {"dtickrange": [TWO_HOURS_MS, DAY_MS - 1], "value": "%d %b %H:%M"},
                 {"dtickrange": [DAY_MS, None], "value": "%d %b"},
             ],
             "title": {"text": ""},

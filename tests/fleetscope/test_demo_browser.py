@@ -87,7 +87,10 @@ def test_make_demo_writes_the_settings_the_readme_loads(demo: Demo, tmp_path: Pa
 
 def test_make_demo_serves_login_then_the_base_layout(demo: Demo) -> None:
     with chromium() as browser:
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        # A browser outside UTC, as many on-call engineers' are: every time shown is UTC.
+        page = browser.new_page(
+            viewport={"width": 1280, "height": 800}, timezone_id="America/New_York"
+        )
         page.goto(demo.url)
         assert "/login/" in page.url
         page.screenshot(path=screenshot_path("demo-login"))
@@ -153,6 +156,14 @@ def test_make_demo_serves_login_then_the_base_layout(demo: Demo) -> None:
             1, timeout=30_000
         )
         page.screenshot(path=screenshot_path("demo-latency-one-replica"), full_page=True)
+        # A long range labels days, never "00:00 00:00 00:00" (the browser is in New York).
+        page.goto(f"{demo.url}/fleets/demo/traffic/?since=3d")
+        plot = page.locator('[data-panel="traffic.requests"] .js-plotly-plot')
+        expect(plot).to_have_count(1, timeout=30_000)
+        ticks = plot.locator(".xtick text").all_text_contents()
+        assert len(ticks) >= 2 and len(set(ticks)) == len(ticks), ticks
+        assert all(re.fullmatch(r"\d{2} [A-Z][a-z]{2}", tick) for tick in ticks), ticks
+        page.screenshot(path=screenshot_path("demo-traffic-3-days"), full_page=True)
         page.click("text=Incidents")
         incidents = page.inner_text("main")
         assert "No open incident." in incidents and "Runbooks" in incidents
