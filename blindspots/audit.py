@@ -199,6 +199,7 @@ def audit_items(
     errors: Sequence[ItemError] = (),
     *,
     prometheus_names: frozenset[str] | None = None,
+    prometheus_held_names: frozenset[str] | None = None,
     inputs: Sequence[str] = (),
     now: datetime | None = None,
 ) -> AuditReport:
@@ -220,6 +221,7 @@ def audit_items(
             distinct,
             prometheus_names=prometheus_names,
             recorded_names=recorded_names(items),
+            prometheus_held_names=prometheus_held_names,
         )
         checked = {v.selector: v for v in verdicts}
     results = tuple(

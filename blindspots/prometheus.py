@@ -6,17 +6,27 @@ error of the audit, never a traceback; the rest of the audit still runs."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 
 from blindspots.sources import rules_from_api
 from blindspots.types import Item, ItemError
-from inventory.prometheus import PrometheusError, prometheus_query, prometheus_rules
+from inventory.prometheus import (
+    METRIC_NAMES_PATH,
+    PrometheusError,
+    prometheus_metric_names,
+    prometheus_query,
+    prometheus_rules,
+)
 from queries.promql import any_of_regex, string_literal
 
 SOURCE_NAME = "Prometheus rules API"
 NAMES_SOURCE = "Prometheus metric names"
+HELD_SOURCE = "Prometheus metric names held"
+# How far back a name Prometheus no longer has a recent sample of counts as one it held:
+# a rule whose series stopped within this long has gone blind, not been wrong from the start.
+HELD_DAYS = 7
 # Names per query: the regex stays short enough for any Prometheus' URL limits.
 NAMES_PER_QUERY = 100
 NOT_CONFIGURED = "Prometheus is not configured (PROMETHEUS_URL is empty)"
@@ -72,3 +82,29 @@ def names_from_prometheus(
             if isinstance(name, str):
                 seen.add(name)
     return frozenset(seen), []
+
+
+def names_held_by_prometheus(
+    base_url: str | None = None,
+    *,
+    now: datetime | None = None,
+    timeout_seconds: float | None = None,
+) -> tuple[frozenset[str] | None, list[ItemError]]:
+    """Every metric name the configured Prometheus holds a sample of in the last HELD_DAYS,
+    stale ones included (prometheus-api-client's `all_metrics`). Beside the recent names,
+    it tells a series that stopped (the rule went blind) from one that never existed (a
+    typo). None, with the reason as an error, when it cannot say."""
+    url = base_url or settings.PROMETHEUS_URL
+    if not url:
+        return None, [ItemError("file", HELD_SOURCE, "PROMETHEUS_URL", NOT_CONFIGURED)]
+    timeout = timeout_seconds or float(settings.PROMETHEUS_TIMEOUT_SECONDS)
+    end = now or datetime.now(UTC)
+    try:
+        names = prometheus_metric_names(
+            url, start=end - timedelta(days=HELD_DAYS), end=end, timeout_seconds=timeout
+        )
+    except PrometheusError as exc:
+        return None, [
+            ItemError("file", HELD_SOURCE, f"{url.rstrip('/')}{METRIC_NAMES_PATH}", str(exc))
+        ]
+    return names, []

@@ -23,9 +23,11 @@ from django.db import transaction
 from blindspots.audit import AuditReport, audit_items
 from blindspots.models import AuditRun, AuditSource, SourceKind
 from blindspots.prometheus import (
+    HELD_SOURCE,
     NAMES_SOURCE,
     SOURCE_NAME,
     names_from_prometheus,
+    names_held_by_prometheus,
     rules_from_prometheus,
 )
 from blindspots.promql import PromqlError
@@ -93,6 +95,7 @@ class Gathered:
     errors: list[ItemError] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
     prometheus_names: frozenset[str] | None = None  # what Prometheus saw lately
+    prometheus_held_names: frozenset[str] | None = None  # ... or held, stale ones too
 
 
 def gather(fleet: Fleet, *, paths: AuditPaths | None, prometheus_rules: bool) -> Gathered:
@@ -112,10 +115,18 @@ def gather(fleet: Fleet, *, paths: AuditPaths | None, prometheus_rules: bool) ->
         found.items.extend(items)
         found.errors.extend(errors)
         found.inputs.append(SOURCE_NAME)
-        found.prometheus_names, errors = names_from_prometheus(read_names(found.items))
+        read = read_names(found.items)
+        found.prometheus_names, errors = names_from_prometheus(read)
         found.errors.extend(errors)
         if found.prometheus_names is not None:
             found.inputs.append(NAMES_SOURCE)
+        if found.prometheus_names is not None and read - found.prometheus_names:
+            # Some names have no recent sample: did Prometheus hold them lately (they
+            # stopped) or never (a typo)?
+            found.prometheus_held_names, errors = names_held_by_prometheus()
+            found.errors.extend(errors)
+            if found.prometheus_held_names is not None:
+                found.inputs.append(HELD_SOURCE)
     return found
 
 
@@ -135,6 +146,7 @@ def audit_gathered(fleet: Fleet, found: Gathered) -> AuditReport:
         found.errors,
         inputs=found.inputs,
         prometheus_names=found.prometheus_names,
+        prometheus_held_names=found.prometheus_held_names,
     )
 
 

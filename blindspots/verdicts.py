@@ -19,6 +19,7 @@ from functools import cache
 from typing import Any
 
 from blindspots.history import NEVER, since_of
+from blindspots.prometheus import HELD_DAYS
 from blindspots.types import Matcher, Selector, SelectorVerdict, Verdict
 from inventory.catalog import CATALOG, CatalogEntry, entries_for_name
 from inventory.models import Endpoint, Fleet
@@ -133,6 +134,8 @@ class _Fleet:
         layouts = current_layouts(endpoint_ids=ids)
         indexes: dict[int, dict[str, list[Mapping[str, str]]]] = {}
         self.endpoints: list[_Endpoint] = []
+        # Names Prometheus held lately, stale or not (check_selectors sets them).
+        self.held: frozenset[str] = frozenset()
         for e in scoped:
             layout = layouts.get(e.endpoint_id)
             index: dict[str, list[Mapping[str, str]]] = {}
@@ -306,16 +309,20 @@ def check_selectors(
     *,
     prometheus_names: Collection[str] | None = None,
     recorded_names: Collection[str] | None = None,
+    prometheus_held_names: Collection[str] | None = None,
 ) -> list[SelectorVerdict]:
     """The verdict of each selector against the fleet's endpoints, in order.
 
     `prometheus_names`: names Prometheus has seen recently; `recorded_names`: the outputs
     of recording rules. Either counts as exposure for a name no endpoint exposes (a
     recorded `job:...` series, a metric of a target FleetScope does not scrape): such a
-    selector is live, with the reason saying where it comes from."""
+    selector is live, with the reason saying where it comes from. `prometheus_held_names`:
+    names Prometheus held lately, stale ones too; such a name without a recent sample is
+    blind (its series stopped), not never matched."""
     state = _Fleet(fleet)
     seen = frozenset(prometheus_names or ())
     recorded = frozenset(recorded_names or ())
+    state.held = frozenset(prometheus_held_names or ())
     found: dict[tuple[Any, ...], SelectorVerdict] = {}
     verdicts = []
     for selector in selectors:
@@ -380,6 +387,13 @@ def _verdict(
             where = "recorded by a rule" if named.spellings & recorded else "seen by Prometheus"
             why = f"{shown} is not scraped from an endpoint of this fleet but is {where}"
             return replace(base, why=why)
+        if metric is not None and named.spellings & state.held:
+            why = (
+                f"{shown} is not scraped from an endpoint of this fleet and Prometheus has "
+                f"no sample of it in the last 5 minutes, but held it within the last "
+                f"{HELD_DAYS} days: whatever wrote it stopped, or renamed it"
+            )
+            return replace(base, verdict="blind", why=why)
         if selector.metric is None or not (named.spellings & state.exposed):
             why = (
                 f"{shown} is in no catalog entry and no endpoint exposes it: a typo, or a "

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,8 +27,11 @@ from typing import Any
 
 import httpx
 import orjson
+import requests
+from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+from urllib3.util.retry import Retry
 
-from inventory.scraping import sync_client
+from inventory.scraping import requests_session, sync_client
 
 # The only paths FleetScope asks a Prometheus for.
 READ_ONLY_PATHS = frozenset(
@@ -35,6 +39,7 @@ READ_ONLY_PATHS = frozenset(
         "/api/v1/query",
         "/api/v1/query_range",
         "/api/v1/rules",
+        "/api/v1/label/__name__/values",
         "/api/v1/status/buildinfo",
         "/api/v1/targets",
     }
@@ -312,3 +317,37 @@ def prometheus_active_targets(base_url: str, *, timeout_seconds: float) -> dict[
 def prometheus_rules(base_url: str, *, timeout_seconds: float) -> dict[str, Any]:
     """The JSON of /api/v1/rules: every rule group Prometheus evaluates (read-only)."""
     return _api_get(base_url, "/api/v1/rules", timeout_seconds=timeout_seconds)
+
+
+# Where prometheus-api-client reads every metric name (the __name__ label's values).
+METRIC_NAMES_PATH = "/api/v1/label/__name__/values"
+
+
+def prometheus_metric_names(
+    base_url: str, *, start: datetime, end: datetime, timeout_seconds: float
+) -> frozenset[str]:
+    """Every metric name Prometheus holds a sample of between `start` and `end`, stale or
+    not: prometheus-api-client's `all_metrics`, on a GET-only session without retries."""
+    client = PrometheusConnect(
+        url=base_url.rstrip("/"),
+        session=requests_session(),
+        timeout=timeout_seconds,
+        retry=Retry(total=0),
+    )
+    params = {"start": _seconds(start), "end": _seconds(end)}
+    try:
+        names = client.all_metrics(params=params)
+    except requests.Timeout as exc:
+        raise PrometheusTimeout(f"prometheus did not answer within {timeout_seconds:g} s") from exc
+    except requests.ConnectionError as exc:
+        raise PrometheusUnavailable(f"prometheus unreachable: {type(exc).__name__}") from exc
+    except PrometheusApiClientException as exc:
+        # Its message is "HTTP Status Code N (body)": the status only, never the body.
+        status = re.search(r"HTTP Status Code (\d+)", str(exc))
+        shown = f"HTTP {status.group(1)}" if status else "an error"
+        raise PrometheusServerError(f"prometheus answered {shown}") from exc
+    except (ValueError, KeyError, TypeError) as exc:  # not JSON, or JSON without `data`
+        raise PrometheusBadAnswer(f"{METRIC_NAMES_PATH} gave no list of names") from exc
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise PrometheusBadAnswer(f"{METRIC_NAMES_PATH} gave no list of names")
+    return frozenset(names)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from inventory.scraping.outbound import (
     REQUEST_OBSERVERS,
     WriteAttempted,
+    requests_session,
     scrape_session,
     sync_client,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "Scraper",
     "WriteAttempted",
     "policy_refusal",
+    "requests_session",
     "scrape_session",
     "shard_of",
     "sync_client",

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import SimpleNamespace
+from typing import Any
 
 import aiohttp
 import httpx
+import requests
 
 READ_ONLY_METHODS = frozenset({"GET"})
 
@@ -50,6 +52,30 @@ def sync_client(*, timeout_seconds: float) -> httpx.Client:
         event_hooks={"request": [_httpx_hook]},
         trust_env=False,
     )
+
+
+class _ReadOnlySession(requests.Session):
+    """requests, for prometheus-api-client: the same GET-only check before anything is sent,
+    no redirects followed, no proxies or credentials from the environment."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.trust_env = False
+        self.max_redirects = 0
+
+    def request(
+        self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any
+    ) -> requests.Response:
+        method_text = method.decode() if isinstance(method, bytes) else method
+        url_text = url.decode() if isinstance(url, bytes) else url
+        _check(method_text, url_text)
+        kwargs["allow_redirects"] = False
+        return super().request(method_text, url_text, *args, **kwargs)
+
+
+def requests_session() -> requests.Session:
+    """For prometheus-api-client (its `session=`): GET only, as every client made here."""
+    return _ReadOnlySession()
 
 
 def scrape_session(*, timeout_seconds: float, max_connections: int) -> aiohttp.ClientSession:
