@@ -306,7 +306,7 @@ def asgi_server() -> Iterator[int]:
         proc = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "fleetscope.asgi:application", "--host",
              "127.0.0.1", "--port", str(port), "--lifespan", "off", "--log-level", "warning",
-             "--ws-per-message-deflate", "false"],
+             "--ws-per-message-deflate", "false", "--timeout-graceful-shutdown", "10"],
             cwd=ROOT, env=os.environ.copy(), stdout=log_file, stderr=subprocess.STDOUT,
         )  # fmt: skip
 
@@ -322,11 +322,13 @@ def asgi_server() -> Iterator[int]:
             yield port
         finally:
             proc.terminate()
+            stopping = time.monotonic()
             try:
                 proc.wait(timeout=30)
+                log(f"uvicorn stopped {time.monotonic() - stopping:.1f} s after SIGTERM")
             except subprocess.TimeoutExpired:
-                # Seen after many websockets: one consumer's channel-layer read outlives
-                # its cancellation, and uvicorn waits for it (benchmarks/load.py).
+                # Before --timeout-graceful-shutdown (as bin/web runs it), seen after many
+                # websockets: a consumer's channel-layer read outlived its cancellation.
                 log("uvicorn still running 30 s after SIGTERM: killed")
                 proc.kill()
                 proc.wait()
