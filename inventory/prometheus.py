@@ -31,7 +31,7 @@ import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
 from urllib3.util.retry import Retry
 
-from inventory.scraping import requests_session, sync_client
+from inventory.scraping import AnswerTooLarge, requests_session, sync_client
 
 # The only paths FleetScope asks a Prometheus for.
 READ_ONLY_PATHS = frozenset(
@@ -330,13 +330,15 @@ def prometheus_metric_names(
     not: prometheus-api-client's `all_metrics`, on a GET-only session without retries."""
     client = PrometheusConnect(
         url=base_url.rstrip("/"),
-        session=requests_session(),
+        session=requests_session(max_body_bytes=MAX_RESPONSE_BYTES),
         timeout=timeout_seconds,
         retry=Retry(total=0),
     )
     params = {"start": _seconds(start), "end": _seconds(end)}
     try:
         names = client.all_metrics(params=params)
+    except AnswerTooLarge as exc:
+        raise PrometheusServerError(f"prometheus {exc}") from exc
     except requests.Timeout as exc:
         raise PrometheusTimeout(f"prometheus did not answer within {timeout_seconds:g} s") from exc
     except requests.ConnectionError as exc:

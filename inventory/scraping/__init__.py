@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from inventory.scraping.outbound import (
     REQUEST_OBSERVERS,
+    AnswerTooLarge,
     WriteAttempted,
     requests_session,
     scrape_session,
@@ -37,6 +38,7 @@ from inventory.scraping.scraper import (
 __all__ = [
     "ALLOWED_BY_ALLOW_LIST",
     "ALLOWED_BY_LOOPBACK",
+    "AnswerTooLarge",
     "POLICY_SETTING_HINTS",
     "REQUEST_OBSERVERS",
     "BlockedByPolicy",

@@ -54,14 +54,34 @@ def sync_client(*, timeout_seconds: float) -> httpx.Client:
     )
 
 
+class AnswerTooLarge(requests.RequestException):
+    """A body past the session's cap: read no further, keep nothing."""
+
+
 class _ReadOnlySession(requests.Session):
     """requests, for prometheus-api-client: the same GET-only check before anything is sent,
-    no redirects followed, no proxies or credentials from the environment."""
+    no redirects followed, no proxies or credentials from the environment, and a cap on
+    the body (its callers read `response.json()`, which would take any size)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_body_bytes: int) -> None:
         super().__init__()
         self.trust_env = False
         self.max_redirects = 0
+        self.max_body_bytes = max_body_bytes
+        self.hooks["response"].append(self._read_capped)
+
+    def _read_capped(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
+        # requests calls response hooks before it reads a non-streamed body, so the body is
+        # read here, chunk by chunk, and stopped at the cap.
+        chunks, size = [], 0
+        for chunk in response.iter_content(64 * 1024):
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                response.close()
+                raise AnswerTooLarge(f"answer exceeds {self.max_body_bytes // 2**20} MiB")
+            chunks.append(chunk)
+        # Where requests keeps a body it has read; .content and .json() use it as it is.
+        response._content = b"".join(chunks)
 
     def request(
         self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any
@@ -73,9 +93,10 @@ class _ReadOnlySession(requests.Session):
         return super().request(method_text, url_text, *args, **kwargs)
 
 
-def requests_session() -> requests.Session:
-    """For prometheus-api-client (its `session=`): GET only, as every client made here."""
-    return _ReadOnlySession()
+def requests_session(*, max_body_bytes: int) -> requests.Session:
+    """For prometheus-api-client (its `session=`): GET only, as every client made here,
+    and no body over `max_body_bytes`."""
+    return _ReadOnlySession(max_body_bytes)
 
 
 def scrape_session(*, timeout_seconds: float, max_connections: int) -> aiohttp.ClientSession:

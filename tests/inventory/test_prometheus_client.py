@@ -29,7 +29,7 @@ from inventory.prometheus import (
     prometheus_query,
     prometheus_query_range,
 )
-from tests.inventory.badservers import html_error_page, json_answer, serving
+from tests.inventory.badservers import html_error_page, json_answer, serving, stream_forever
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -170,3 +170,28 @@ def test_only_read_only_api_paths_and_positive_timeouts_are_accepted() -> None:
 def test_error_excerpts_are_short_single_line_and_escaped() -> None:
     text = excerpt("a\nb\u202e" + "x" * 500)
     assert text.startswith("a b\\u202e") and text.endswith("...") and len(text) < 200
+
+
+def test_metric_names_stop_reading_an_answer_past_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    # prometheus-api-client reads `response.json()` whole; the session caps it first.
+    from inventory import prometheus as client
+
+    monkeypatch.setattr(client, "MAX_RESPONSE_BYTES", 1024 * 1024)
+    now = datetime.now(UTC)
+
+    def endless(handler: BaseHTTPRequestHandler) -> None:
+        stream_forever(handler, b'"name",' * 1000, limit_bytes=4 * 1024 * 1024)
+
+    with (
+        serving(endless) as server,
+        pytest.raises(PrometheusServerError, match="answer exceeds 1 MiB"),
+    ):
+        client.prometheus_metric_names(
+            server.url(""), start=now - timedelta(days=1), end=now, timeout_seconds=10
+        )
+    names = {"status": "success", "data": ["up", "vllm:num_requests_running"]}
+    with serving(json_answer(200, names)) as server:
+        found = client.prometheus_metric_names(
+            server.url(""), start=now - timedelta(days=1), end=now, timeout_seconds=10
+        )
+    assert found == {"up", "vllm:num_requests_running"}
