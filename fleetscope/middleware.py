@@ -44,6 +44,12 @@ class ContentSecurityPolicyMiddleware:
         return response
 
 
+def open_to_everyone(view_func: Callable[..., Any]) -> bool:
+    """A view marked with Django's `login_not_required` (the login page, /readyz, the
+    webhook): every middleware here leaves its session and role alone."""
+    return not getattr(view_func, "login_required", True)
+
+
 class LoginRequiredMiddleware(auth_middleware.LoginRequiredMiddleware):
     """Django's, asking the view first: a view open to everyone (/readyz) must not load
     the session, which lives in the database that /readyz may be reporting down."""
@@ -55,7 +61,7 @@ class LoginRequiredMiddleware(auth_middleware.LoginRequiredMiddleware):
         view_args: tuple[Any, ...],
         view_kwargs: dict[str, Any],
     ) -> HttpResponseBase | None:
-        if not getattr(view_func, "login_required", True):
+        if open_to_everyone(view_func):
             return None
         return super().process_view(request, view_func, view_args, view_kwargs)
 
@@ -74,7 +80,7 @@ class RoleRequiredMiddleware(MiddlewareMixin):
         view_args: tuple[Any, ...],
         view_kwargs: dict[str, Any],
     ) -> HttpResponseBase | None:
-        if not getattr(view_func, "login_required", True) and (
+        if open_to_everyone(view_func) and (
             # Open views: the login page, /readyz, the webhook; a marked open view (the
             # overview's JSON) answers a signed-out poller itself but holds signed-in
             # users to its role.

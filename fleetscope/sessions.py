@@ -22,6 +22,8 @@ from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 from django.utils.deprecation import MiddlewareMixin
 
+from fleetscope.middleware import open_to_everyone
+
 # When the session was last extended, in whole seconds since the epoch.
 SEEN = "_fleetscope_seen"
 
@@ -42,7 +44,7 @@ class IdleSessionMiddleware(MiddlewareMixin):
         view_args: tuple[Any, ...],
         view_kwargs: dict[str, Any],
     ) -> HttpResponseBase | None:
-        if not getattr(view_func, "login_required", True) or not request.user.is_authenticated:
+        if open_to_everyone(view_func) or not request.user.is_authenticated:
             return None
         if SESSION_KEY not in request.session:  # signed in by a token: writing would make one
             return None
