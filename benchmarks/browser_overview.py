@@ -44,7 +44,7 @@ from playwright.sync_api import ViewportSize
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.overview import setup_django  # noqa: E402
+from benchmarks.overview import setup_django, viewer_sessions  # noqa: E402
 from benchmarks.overview_fill import fill, log  # noqa: E402
 
 GOAL_FIRST_MS = 1000.0
@@ -71,22 +71,6 @@ DONE = (
     "() => document.body.dataset.allDrawn === 'true'"
     " && performance.getEntriesByName('fleetscope:all-charts').length > 0"
 )
-
-
-def session_cookie() -> tuple[str, str]:
-    from django.conf import settings
-    from django.contrib.auth.models import User
-    from django.test import Client
-
-    from inventory.roles import role_grant
-
-    # The overview is a viewer's page (a user without a role gets 403).
-    user = User.objects.create_user("bench-browser", password="bench-browser-password-1")
-    role_grant(user, "viewer")
-    client = Client()
-    assert client.login(username="bench-browser", password="bench-browser-password-1")
-    name = settings.SESSION_COOKIE_NAME
-    return name, client.cookies[name].value
 
 
 def load(context: Any, url: str, throttle: float) -> dict[str, float]:
@@ -152,7 +136,8 @@ def main() -> None:
 
     try:
         fleet, _ = fill(args.replicas, args.hours, None)
-        cookie_name, cookie = session_cookie()
+        (cookie,) = viewer_sessions(1)
+        cookie_name = settings.SESSION_COOKIE_NAME
         engine = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
         print(
             f"fleet: {args.replicas} replicas (+ DCGM, gateway, prober) x {args.hours:g} h; "

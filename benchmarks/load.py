@@ -70,6 +70,7 @@ from benchmarks.overview import (  # noqa: E402
     prometheus_on,
     query_count,
     setup_django,
+    viewer_sessions,
 )
 from benchmarks.overview_fill import STEP_SECONDS, fill, log  # noqa: E402
 
@@ -197,24 +198,6 @@ def prometheus_history(replicas: int, path: Path, future_seconds: float) -> None
         f"Prometheus history: {len(history.targets)} targets x {history.steps + 1} steps "
         f"written in {time.perf_counter() - started:.0f} s ({path.stat().st_size / 1e9:.2f} GB)"
     )
-
-
-def viewer_sessions(count: int) -> list[str]:
-    """`count` users with the viewer role (as `manage.py grant_role NAME viewer --create`
-    gives it), each logged in once: their session cookies."""
-    from django.contrib.auth.models import User
-    from django.test import Client
-
-    from inventory.roles import role_grant
-
-    cookies = []
-    for i in range(count):
-        user = User.objects.create_user(f"load-viewer-{os.getpid()}-{i}")
-        role_grant(user, "viewer")
-        client = Client()
-        client.force_login(user)
-        cookies.append(client.cookies["sessionid"].value)
-    return cookies
 
 
 # --- Load ---------------------------------------------------------------------------------

@@ -334,18 +334,24 @@ def asgi_server() -> Iterator[int]:
                 proc.wait()
 
 
-def session_cookie() -> str:
+def viewer_sessions(count: int) -> list[str]:
+    """`count` users with the viewer role (as `manage.py grant_role NAME viewer --create`
+    gives it: the overview and its socket are a viewer's, a user without a role gets
+    403 / 4403), each logged in once: their session cookies."""
+    from django.conf import settings
     from django.contrib.auth.models import User
     from django.test import Client
 
     from inventory.roles import role_grant
 
-    name = f"bench-viewer-{os.getpid()}"
-    # The overview and its socket are a viewer's (a user without a role gets 403 / 4403).
-    role_grant(User.objects.create_user(name, password="bench-viewer-password-1"), "viewer")
-    client = Client()
-    assert client.login(username=name, password="bench-viewer-password-1")
-    return client.cookies["sessionid"].value
+    cookies = []
+    for i in range(count):
+        user = User.objects.create_user(f"bench-viewer-{os.getpid()}-{i}")
+        role_grant(user, "viewer")
+        client = Client()
+        client.force_login(user)
+        cookies.append(client.cookies[settings.SESSION_COOKIE_NAME].value)
+    return cookies
 
 
 async def watch(port: int, fleet: Any, cookie: str, viewers: int, prometheus: str) -> dict:
@@ -405,7 +411,7 @@ async def watch(port: int, fleet: Any, cookie: str, viewers: int, prometheus: st
 
 
 def bench_viewers(prometheus: str, fleet: Any) -> None:
-    cookie = session_cookie()
+    (cookie,) = viewer_sessions(1)
     with asgi_server() as port:
         one = asyncio.run(watch(port, fleet, cookie, 1, prometheus))
         many = asyncio.run(watch(port, fleet, cookie, VIEWERS, prometheus))
