@@ -12,13 +12,14 @@ it (its dialect, its process layout, the families it was built without), with
 thresholds that follow the physics of the signal; `fleetsim.signals` checks them
 against a written history.
 
-Modules: `model` (Signal, Scenario, shared helpers), `traffic`, `machine` and
-`service` (what each scenario changes), `signals_text` (why each threshold),
+Modules: `model` (Signal, Scenario, shared helpers), `traffic`, `batches`, `machine`
+and `service` (what each scenario changes), `signals_text` (why each threshold),
 `registry` and `triage` (the scenarios), `manifest` (install and naming).
 """
 
 from __future__ import annotations
 
+from fleetsim.scenarios.batches import BATCH_SEQS_SHARE, BatchWaves
 from fleetsim.scenarios.machine import (
     DEGRADED_LINK,
     FAILING_LINK_GPUS,
@@ -42,6 +43,7 @@ from fleetsim.scenarios.traffic import (
 )
 
 __all__ = [
+    "BATCH_SEQS_SHARE",
     "BURST_MIN_EXTRA",
     "BURST_TOTAL_LOAD",
     "CATALOG_KEYS",
@@ -59,6 +61,7 @@ __all__ = [
     "THROTTLE_HEAT_C",
     "TOKENIZER_UTILIZATION",
     "XID_NVLINK",
+    "BatchWaves",
     "Scenario",
     "ScenarioError",
     "Signal",

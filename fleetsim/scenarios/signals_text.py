@@ -104,22 +104,26 @@ STEP_TTFT = (
 )
 # preemption
 PREEMPT_RATE = (
-    "short prompts admit easily, then their long answers outgrow the KV cache: the "
-    "scheduler preempts the newest sequence again and again, from none to many"
+    "each batch's answers grow together until, near its end, they and the interactive "
+    "traffic outgrow the KV cache: the batch's newest sequences are preempted, every batch"
 )
 PREEMPT_TPOT = (
-    "each step reads a nearly full KV cache, and every preempted request's recompute "
-    "shows as one long gap in its stream: TPOT and ITL rise by a fifth or more"
+    "each step reads a nearly full KV cache, and a preempted sequence's recompute shows "
+    "as one long gap in its stream: TPOT and ITL rise by a fifth or more"
 )
-PREEMPT_KV = "the long answers keep the KV cache nearly full, against well under half before"
-PREEMPT_TTFT = (
-    "the queue does not dominate: interactive requests outrank the job, and a preempted "
-    "sequence waits behind them, so TTFT rises only with the slower steps, by under half or "
-    "100 ms (the walk's TTFT breach needs x1.5 and +150 ms; kv-pressure's grows far more)"
-)
+PREEMPT_KV = "every batch fills the KV cache near its end, against under a tenth before"
 PREEMPT_WAIT = (
-    "only a few preempted or newly arrived requests wait for KV at a time, against "
-    "kv-pressure's long queue of large prompts"
+    "preempted sequences go back to the waiting queue (reason capacity) until the batch's "
+    "other answers end: vLLM re-queues them, and the queue was empty before"
+)
+PREEMPT_QUEUE = (
+    "admissions hardly wait: interactive requests outrank the batch, and a preempted "
+    "sequence's wait to resume is not queue time (vLLM measures it to the first "
+    "scheduling only); slower steps add tens of ms, against kv-pressure's seconds"
+)
+PREEMPT_TTFT = (
+    "TTFT rises only with the slower steps: by tens of ms, up to ~200 ms at the busiest "
+    "hour, against kv-pressure's seconds"
 )
 # retry-storm
 STORM_5XX = "attempts that wait longer than the gateway's upstream timeout end as 504s"

@@ -3,24 +3,15 @@ for the window, sized from their capacity and the hour (and the front end's CPU)
 
 from __future__ import annotations
 
-import math
-import random
-from collections.abc import Iterator
-from itertools import count
-
 from fleetsim.fleet import LOAD_FACTOR, FleetModel
 from fleetsim.replica import FRONTEND_BASE_S, FRONTEND_PER_TOKEN_S, Replica
-from fleetsim.request import Request
 from fleetsim.roofline import StepModel, requests_per_second
 from fleetsim.scenarios.model import by_model, knobs, pin, window
 from fleetsim.workloads import (
     DEMANDS,
-    MIN_THINK_S,
     WORKLOADS,
     Demand,
     Dist,
-    Stream,
-    Workload,
     diurnal,
     variant,
 )
@@ -190,102 +181,3 @@ def step_work(fleet: FleetModel, targets: list[int], at: float, duration: float)
             )
             window(fleet, at, duration, raised,
                    knobs(replica, max_num_seqs=None, max_num_batched_tokens=None))  # fmt: skip
-
-
-# preemption: a batch client keeps this many requests in flight (a share of the engine's
-# max_num_seqs), short prompts with long answers, sized so that together they hold this share
-# of the KV cache on average. Their contexts grow and restart out of phase, so the cache
-# (with the ordinary traffic's few percent) overflows now and then, briefly.
-# It sends them with priority 1 (the replica runs `--scheduling-policy priority`; everything
-# else is 0): the scheduler admits interactive requests first, preempting the job's newest
-# sequences when KV is full, and preempts the job's first when decodes outgrow the cache.
-# Not yet tuned (14:00, KV fill / concurrency): 0.6/0.4 seed 0 preempts 1.05/s, ITL 11 -> 31
-# ms, TTFT 41 -> 118 ms but 60 s peaks +355 ms and ~4.7 job requests waiting; seed 1 never
-# preempts, seed 2 0.33/s with 2.8 waiting. 0.55/0.4 never preempts on seeds 0-2; 0.5/0.4
-# seed 0 and 0.55/0.6 seed 0 collapse into recompute thrash (re-admitted job sequences
-# recompute their contexts, fill the token budget and are preempted again: TTFT 0.2-3.7 s).
-# A 1 % admission watermark (vLLM V0's) did not help (seed 0: +916 ms peaks).
-# Why it collapses (the walk's histories, 10:50 UTC): while KV sits at 100 % the
-# interactive prefix cache is evicted (hit ratio 70 % -> 10-18 %, interactive prefill
-# 3-4k -> 11-14k tokens/s) and preempted job sequences ping-pong (resumed when an
-# interactive request frees room, preempted again: 10-12k tokens/s of recompute); steps go
-# from ~28 to 50-100 ms and the interactive traffic's own KV triples, so the overload
-# sustains itself. That traffic's KV also swings by +-10 % of the cache within seconds
-# (mean 6 % at 03:00 to 20 % at 14:00), so the size of an overflow cannot be aimed at.
-# Also tried, none robust: vLLM V1's victim order (priority, arrival_time) -> identical;
-# in-phase starts (sigma 0.1/0.05) -> collapse at the first peak; chunked waves (the client
-# waits for a chunk of 30-45 % of max_num_seqs, sent over 8 s, answers of near-equal
-# length, sized to the KV minus the hour's estimated interactive KV) -> at best the
-# signals hold in 7 of the 8 test settings but 6 of 10 other seeds, 60 s TTFT peaks
-# 136-460 ms; tail-first eviction of a preempted request's cached blocks (V1) helps little.
-PREEMPT_CONCURRENCY = 0.4
-PREEMPT_KV_FILL = 0.6
-PREEMPT_SIGMA = 0.3
-PREEMPT_RAMP_PER_TOKEN_S = 0.03  # the first requests go out over about one answer's decode
-
-
-class ClosedLoop(Stream):
-    """A batch client that keeps `concurrency` requests in flight during its window: it sends
-    the first ones spread over `ramp_s`, then a new one each time one ends."""
-
-    def __init__(
-        self,
-        demand: Demand,
-        workload: Workload,
-        concurrency: int,
-        ramp_s: float,
-        *,
-        priority: int = 0,
-        seed: str,
-        epoch: float,
-        ids: count,
-        window: tuple[float, float],
-        pinned: tuple[int, ...],
-    ) -> None:
-        super().__init__(demand, workload, 0.0, seed=seed, epoch=epoch, ids=ids, window=window,
-                         pinned=pinned, bursts=False, follow_diurnal=False)  # fmt: skip
-        starts = random.Random(f"starts:{seed}")
-        self._phase = random.Random(f"phase:{seed}")
-        self.priority = priority
-        self._starts = sorted(window[0] + starts.uniform(0.0, ramp_s) for _ in range(concurrency))
-
-    def arrivals_until(self, t_end: float) -> Iterator[Request]:
-        while self._starts and self._starts[0] < t_end:
-            req = self._make(self._starts.pop(0))
-            # The job's loop was already under way: each slot's first answer is what is left
-            # of one, so the slots are out of phase from the start (a job whose answers all
-            # started together would fill the cache in waves).
-            req.natural_len = max(1, int(req.natural_len * self._phase.random()))
-            req.priority = self.priority
-            yield req
-
-    def follow_up(self, req: Request, t_done: float) -> Request | None:
-        t = t_done + MIN_THINK_S  # the client's own work between answers
-        if self.window is None or t >= self.window[1]:
-            return None
-        nxt = self._make(t)
-        nxt.priority = self.priority
-        return nxt
-
-
-def preemption(fleet: FleetModel, targets: list[int], at: float, duration: float) -> None:
-    for model, group in by_model(fleet, targets).items():
-        cfg = group[0].cfg
-        n = max(1, int(PREEMPT_CONCURRENCY * cfg.deployment.max_num_seqs))
-        prompt = Dist(120, 0.5, 16, 1000)
-        # A sequence's average context over its life, out of phase with the others, is
-        # prompt + E[out^2] / (2 E[out]) = prompt + median * exp(1.5 sigma^2) / 2.
-        ctx = PREEMPT_KV_FILL * cfg.kv_tokens / n
-        top = cfg.max_model_len - 1100
-        median = min(2.0 * (ctx - prompt.mean) / math.exp(1.5 * PREEMPT_SIGMA**2), top / 2)
-        wl = variant(WORKLOADS["batch"], name="batch-long-answers", system_tokens=0,
-                     prompt=prompt, output=Dist(median, PREEMPT_SIGMA, int(median / 3), top),
-                     max_tokens=top, max_tokens_share=1.0)  # fmt: skip
-        demand = Demand("umbrella", model, "batch", 1.0)
-        ramp = PREEMPT_RAMP_PER_TOKEN_S * median
-        for replica in group:
-            for engine in range(cfg.dp):
-                seed = f"{fleet.seed}:scenario:preempt:{model}:{replica.index}:{engine}"
-                fleet.add_stream(ClosedLoop(demand, wl, n, ramp, seed=seed, epoch=fleet.epoch,
-                                            ids=fleet.ids, window=(at, at + duration),
-                                            pinned=(replica.index,), priority=1))  # fmt: skip

@@ -3,7 +3,7 @@ a burst the engines absorb, and a straggler the fleet average hides."""
 
 from __future__ import annotations
 
-from fleetsim.scenarios import machine, service, traffic
+from fleetsim.scenarios import batches, machine, service, traffic
 from fleetsim.scenarios import signals_text as why
 from fleetsim.scenarios.model import (
     BY_REASON,
@@ -14,6 +14,7 @@ from fleetsim.scenarios.model import (
     MODEL_LABEL,
     PREEMPTIONS,
     PROBER_CHECKS,
+    QUEUE_TIME,
     REQUEST_TPOT,
     RUNNING,
     SUCCESS,
@@ -52,18 +53,21 @@ TRIAGE: tuple[Scenario, ...] = (
                      instead=not_up(WAITING, "gauge", 0.0, 1.0, why.STEP_NO_WAIT)),
               not_up(TTFT, "mean", 0.3, 0.01, why.STEP_TTFT)),
              first_model, traffic.step_work),
-    Scenario("preemption", "A job of short prompts and long answers outgrows the KV cache as "
-             "it decodes: sequences are preempted and recomputed, while the queue stays short.",
+    Scenario("preemption", "A batch job sized to the whole KV cache shares the replica at a "
+             "lower priority: near the end of each batch its answers outgrow the cache, so "
+             "its newest sequences are preempted and recomputed; interactive requests are "
+             "admitted first and wait only for the slower steps.",
              "tpot.preemption", 600.0,
              (up(PREEMPTIONS, "rate", 1.0, 0.01, why.PREEMPT_RATE),
               up(REQUEST_TPOT, "mean", 0.2, 0.002, why.PREEMPT_TPOT,
                  instead=up(ITL, "mean", 0.2, 0.002, why.PREEMPT_TPOT)),
               up(ITL, "mean", 0.2, 0.002, why.PREEMPT_TPOT),
               up("vllm:kv_cache_usage_perc", "gauge", 0.5, 0.3, why.PREEMPT_KV, aggregate="max"),
-              not_up(TTFT, "mean", 0.5, 0.1, why.PREEMPT_TTFT),
-              not_up(BY_REASON, "gauge", 0.0, 2.0, why.PREEMPT_WAIT, labels=CAPACITY,
-                     instead=not_up(WAITING, "gauge", 0.0, 2.0, why.PREEMPT_WAIT))),
-             first, traffic.preemption),
+              up(BY_REASON, "gauge", 0.0, 0.5, why.PREEMPT_WAIT, labels=CAPACITY,
+                 instead=up(WAITING, "gauge", 0.0, 0.5, why.PREEMPT_WAIT)),
+              not_up(QUEUE_TIME, "mean", 0.0, 0.1, why.PREEMPT_QUEUE),
+              not_up(TTFT, "mean", 0.5, 0.25, why.PREEMPT_TTFT)),
+             first, batches.preemption),
     Scenario("retry-storm", "A brief slowdown pushes waits past the gateway's upstream "
              "timeout; the gateway and the clients retry, and the retries keep the queue "
              "long after the slowdown ends.",

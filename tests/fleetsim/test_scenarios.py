@@ -33,14 +33,7 @@ def run(scenario: str, target: int | None = None) -> Recording:
     return Recording.of(history)
 
 
-# preemption is not yet tuned (see tests/fleetsim/test_scenarios_triage.py).
-PREEMPTION_OPEN = pytest.mark.xfail(reason="preemption: not yet tuned", strict=False)
-
-
-@pytest.mark.parametrize(
-    "scenario",
-    [pytest.param(n, marks=PREEMPTION_OPEN if n == "preemption" else ()) for n in INCIDENTS],
-)
+@pytest.mark.parametrize("scenario", INCIDENTS)
 def test_each_incident_moves_its_expected_signals(scenario: str) -> None:
     rec = run(scenario)
     signals = rec.manifest["expected_signals"]

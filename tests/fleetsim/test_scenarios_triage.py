@@ -10,7 +10,7 @@ import pytest
 from fleetsim.cli import hide_pairs
 from fleetsim.fleet import FleetModel
 from fleetsim.history import History
-from fleetsim.scenarios import SCENARIOS, ScenarioError, install
+from fleetsim.scenarios import BATCH_SEQS_SHARE, SCENARIOS, BatchWaves, ScenarioError, install
 from fleetsim.signals import Recording, measure, moved
 from inventory.catalog import entry_for_name
 
@@ -39,21 +39,7 @@ def run(scenario: str, seed: int) -> Recording:
     return Recording.of(history)
 
 
-# preemption: the job runs at priority 1 under priority scheduling (interactive requests are
-# admitted first and, when KV is full, preempt the job's newest sequences to get in), but it
-# is not yet tuned: at seed 0 (14:00) it preempts 1.05/s, ITL 10.6 -> 31 ms, TTFT 41 -> 118 ms,
-# yet 60 s TTFT peaks reach +355 ms over the baseline median and ~4.7 preempted job requests
-# wait on average (limit 2); seed 1 never overflows the cache (no preemption). The overflow is
-# bistable: recompute of re-admitted job sequences fills the token budget (see fleetsim README).
-PREEMPTION_OPEN = pytest.mark.xfail(
-    reason="preemption: preempting without queueing is not yet tuned for every seed/hour",
-    strict=False,
-)
-CASES = [
-    pytest.param(name, seed, marks=PREEMPTION_OPEN if name == "preemption" else ())
-    for name in BRANCHES
-    for seed in SEEDS
-]
+CASES = [(name, seed) for name in BRANCHES for seed in SEEDS]
 
 
 @pytest.mark.parametrize(("scenario", "seed"), CASES)
@@ -152,3 +138,16 @@ def test_hide_on_the_command_line_collects_families_per_replica() -> None:
 
 def test_every_triage_branch_is_a_scenario() -> None:
     assert {name: SCENARIOS[name].branch for name in BRANCHES} == BRANCHES
+
+
+def test_a_preemption_batch_fills_the_whole_kv_cache_once_grown_to_full_length() -> None:
+    fleet = FleetModel(replicas=3)
+    install(fleet, "preemption", at=60.0)
+    (job,) = [s for s in fleet.streams if isinstance(s, BatchWaves)]
+    cfg = fleet.replicas[0].cfg
+    assert job.pinned == (0,)
+    assert job.size == int(BATCH_SEQS_SHARE * cfg.deployment.max_num_seqs)
+    full_length = job.workload.prompt.mean + job.workload.output.median
+    assert job.size * full_length == pytest.approx(cfg.kv_tokens, rel=0.01)
+    # Near-equal answers: the batch grows, and ends, together.
+    assert job.workload.output.sigma <= 0.02

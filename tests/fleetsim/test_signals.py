@@ -79,21 +79,7 @@ def settings(k: int, scenario: str) -> list[Setting]:
     ]  # fmt: skip
 
 
-# preemption is not yet tuned (see tests/fleetsim/test_scenarios_triage.py).
-PREEMPTION_OPEN = pytest.mark.xfail(reason="preemption: not yet tuned", strict=False)
 CASES = [
-    pytest.param(
-        scenario,
-        setting,
-        id=f"{scenario}-{setting.label}",
-        marks=PREEMPTION_OPEN if scenario == "preemption" else (),
-    )
-    for k, scenario in enumerate(INCIDENTS)
-    for setting in settings(k, scenario)
-]
-# Whether a signal names series the replicas expose does not depend on the tuning: every
-# scenario, preemption included, is held to it.
-NAMED_CASES = [
     pytest.param(scenario, setting, id=f"{scenario}-{setting.label}")
     for k, scenario in enumerate(INCIDENTS)
     for setting in settings(k, scenario)
@@ -123,7 +109,7 @@ def test_every_signal_moves_as_the_manifest_says_in_the_written_history(
     assert all(ok for *_, ok in report), report
 
 
-@pytest.mark.parametrize(("scenario", "setting"), NAMED_CASES)
+@pytest.mark.parametrize(("scenario", "setting"), CASES)
 def test_every_signal_names_a_series_its_replicas_really_expose(
     scenario: str, setting: Setting
 ) -> None:

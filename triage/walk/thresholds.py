@@ -102,6 +102,14 @@ THRESHOLDS: dict[str, Threshold] = {
             "every replica of the model slower by at least this: the step itself grew",
         ),
         _level(
+            "itl_alike_spread",
+            0.5,
+            "ratio",
+            "the smallest ITL rise among the model's replicas is at least half the largest: a "
+            "change to every replica's step slows them about equally, while one replica far "
+            "ahead of its peers is that replica's own question (straggler, preemption)",
+        ),
+        _level(
             "down_share",
             0.5,
             "ratio",

@@ -126,7 +126,7 @@ NODES: tuple[Node, ...] = (
         "tpot",
         "Did every replica of the model slow alike while the batch grew?",
         ("itl_mean", "running", "step_tokens"),
-        ("itl_alike", "batch_growth"),
+        ("itl_alike", "itl_alike_spread", "batch_growth"),
         leaf=True,
     ),
     _n(

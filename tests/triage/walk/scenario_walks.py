@@ -30,6 +30,7 @@ def history_of(
     dialect: str = "current",
     replicas: int = 3,
     dialect_of: Mapping[int, str] | None = None,
+    end: float = END,
 ) -> History:
     from fleetsim.scenarios import SCENARIOS
 
@@ -41,7 +42,7 @@ def history_of(
         step=STEP,
         at=BASELINE_SECONDS,
         seed=seed,
-        end=END,
+        end=end,
         dialect=dialect,
         dialect_of=dialect_of,
     )
@@ -83,8 +84,7 @@ def walk_window(fleet: Fleet, manifest: dict[str, Any], history: History, **more
 
 
 # Every scenario with a branch the walk must reach (one row per scenario and seed in the
-# table tests). `preemption` is not here: its scenario does not yet keep TTFT flat
-# (fleetsim README), and `hidden-straggler` needs a fleet of its own size.
+# table tests); `hidden-straggler` needs a fleet of its own size.
 TABLE_SCENARIOS = (
     "steady",
     "traffic-burst",
@@ -99,6 +99,7 @@ TABLE_SCENARIOS = (
     "lora-thrash",
     "healthy-burst",
     "step-work",
+    "preemption",
     "retry-storm",
     "gateway-errors",
     "artifact-regression",

@@ -31,6 +31,7 @@ def loopback(settings: Any) -> None:
         ),
         ("gpu-throttle", "tpot.straggler.gpu_throttle", ("DCGM_FI_DEV_SM_CLOCK",)),
         ("tokenizer-saturation", "ttft.frontend", ("process_cpu_seconds_total",)),
+        ("preemption", "tpot.preemption", ("vllm:num_preemptions_total",)),
     ],
 )
 def test_a_leaf_without_its_metric_says_insufficient_and_nothing_else_is_supported(

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from triage.walk.checks.base import Context, Outcome, explained_elsewhere, pick
-from triage.walk.checks.ttft import by_share
+from triage.walk.checks.ttft import by_share, mean_risen
 from triage.walk.thresholds import PROMPT_Z, THRESHOLDS
 from triage.walk.types import Figure
 
 
 def ttft_prefill(ctx: Context) -> Outcome:
     found = by_share(ctx, "ttft.prefill", "prefill_mean", "prefill_share")
-    longer = _longer_prompts(ctx, ctx.supported("ttft"))
+    longer = _longer_prompts(ctx, mean_risen(ctx, ctx.supported("ttft")))
     if longer:
         # Longer prompts cost prefill and KV blocks alike: even when the rise shows as
         # queueing for blocks, the prompts are the cause to follow.

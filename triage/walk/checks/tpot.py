@@ -64,6 +64,18 @@ def _ttft_cause(ctx: Context, replicas: list[str]) -> str:
     return ""
 
 
+def _even(ctx: Context, members: list[str]) -> bool:
+    """The ITL rises of a model's replicas are within `itl_alike_spread` of each other."""
+    rises = [
+        (stat.value / stat.baseline) - 1.0
+        for stat in (ctx.ev.stat("itl_mean", i) for i in members)
+        if stat.value is not None and stat.baseline
+    ]
+    if len(rises) < len(members) or max(rises) <= 0:
+        return False
+    return min(rises) >= THRESHOLDS["itl_alike_spread"].delta * max(rises)
+
+
 def step_work(ctx: Context) -> Outcome:
     ev = ctx.ev
     slow = set(ctx.supported("tpot"))
@@ -77,12 +89,13 @@ def step_work(ctx: Context) -> Outcome:
         every = all(
             alike.holds(ev.stat("itl_mean", i).value, ev.stat("itl_mean", i).baseline)
             for i in members
-        )
+        ) and _even(ctx, members)
         grew = [
             i
             for i in members
             if growth.holds(ev.stat("running", i).value, ev.stat("running", i).baseline)
         ]
+        figures += [ctx.figure("itl_mean", i, "itl_alike") for i in members]
         figures += [ctx.figure("running", i, "batch_growth") for i in members]
         if every and len(grew) == len(members):
             hit.extend(members)

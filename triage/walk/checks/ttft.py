@@ -3,6 +3,8 @@ prefill branch is in `triage.walk.checks.prefill`."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from triage.walk.checks.base import (
     TEXTS,
     Context,
@@ -73,8 +75,35 @@ def _share_figure(ctx: Context, part: str, instance: str, key: str) -> Figure:
     )
 
 
-def by_share(ctx: Context, node: str, part: str, key: str) -> Outcome:
+def mean_risen(ctx: Context, instances: Iterable[str]) -> list[str]:
+    """The replicas whose window-mean TTFT rose past `ttft_breach`. A replica breached by a
+    spike alone (one grid step) is left out: a mean that hardly moved cannot be split into
+    queue, prefill and the rest, and a spike is read only as a restart's cold start."""
+    t, ev = THRESHOLDS["ttft_breach"], ctx.ev
+    return pick(
+        ctx,
+        instances,
+        lambda i: t.holds(ev.stat("ttft_mean", i).value, ev.stat("ttft_mean", i).baseline),
+    )
+
+
+def spike_only(ctx: Context) -> Outcome | None:
+    """The verdict of a split of the TTFT rise when every breached replica only spiked."""
     breached = ctx.supported("ttft")
+    if not breached or mean_risen(ctx, breached):
+        return None
+    return Outcome(
+        "ruled_out",
+        f"the mean TTFT stayed within {THRESHOLDS['ttft_breach'].text()} of its baseline on "
+        f"{', '.join(breached)}: a spike alone is not split into queue, prefill and the rest",
+    )
+
+
+def by_share(ctx: Context, node: str, part: str, key: str) -> Outcome:
+    only = spike_only(ctx)
+    if only is not None:
+        return only
+    breached = mean_risen(ctx, ctx.supported("ttft"))
     missing = ctx.needs((part,), breached)
     if missing:
         return Outcome(
@@ -293,7 +322,10 @@ def queue_load(ctx: Context) -> Outcome:
 
 def frontend(ctx: Context) -> Outcome:
     ev = ctx.ev
-    breached = ctx.supported("ttft")
+    only = spike_only(ctx)
+    if only is not None:
+        return only
+    breached = mean_risen(ctx, ctx.supported("ttft"))
     missing = ctx.needs(("queue_mean", "prefill_mean"), breached)
     if missing:
         return Outcome(
