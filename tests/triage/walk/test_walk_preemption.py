@@ -30,6 +30,7 @@ def test_a_ttft_spike_alone_is_not_split_into_queue_prefill_or_frontend(tmp_path
     assert mean.value is not None and mean.baseline is not None
     # TTFT spiked in one grid step, but the window mean stayed inside the breach bound.
     assert walk.node("ttft").verdict == "supported"
+    assert "TTFT spiked on" in walk.node("ttft").reason
     assert not THRESHOLDS["ttft_breach"].holds(mean.value, mean.baseline)
     for node in ("ttft.queue", "ttft.prefill", "ttft.frontend"):
         found = walk.node(node)

@@ -46,9 +46,17 @@ def ttft(ctx: Context) -> Outcome:
         ev.stat("ttft_mean", best).value, ev.stat("ttft_mean", best).baseline, t.ratio
     )
     daily = daily_pattern(ctx, "ttft_mean", "ttft_breach", breached)
+    risen = mean_risen(ctx, breached)
+    spiked = [i for i in breached if i not in risen]
+    parts = [f"TTFT rose on {', '.join(risen)}"] if risen else []
+    if spiked:
+        parts.append(
+            f"TTFT spiked on {', '.join(spiked)} (one grid step at {spike.text()} over its "
+            f"baseline median; the window mean within {t.text()})"
+        )
     return Outcome(
         "supported",
-        f"TTFT rose on {', '.join(breached)}{daily}",
+        "; ".join(parts) + daily,
         figures,
         tuple(breached),
         confidence=conf / 2 if daily else conf,
