@@ -5,18 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from slo.models import Objective, Slo
 from tests.triage.walk.scenario_walks import history_of, walk_history, walk_window
 from triage.walk import LEAVES
-
-
-@pytest.fixture
-def loopback(settings: Any) -> None:
-    settings.FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK = True
 
 
 @pytest.mark.django_db

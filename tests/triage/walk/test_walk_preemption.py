@@ -5,7 +5,6 @@ model slowed about equally, not one far ahead of a peer's ordinary swing."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -14,11 +13,6 @@ from triage.walk.thresholds import THRESHOLDS
 
 DAY = 1_767_225_600  # 2026-01-01T00:00Z
 AT_14H = DAY + 14 * 3600 + 1800  # the busiest hour, where the batch's peaks swing most
-
-
-@pytest.fixture
-def loopback(settings: Any) -> None:
-    settings.FLEETSCOPE_OUTBOUND_ALLOW_LOOPBACK = True
 
 
 @pytest.mark.django_db

@@ -95,11 +95,13 @@ def mean_risen(ctx: Context, instances: Iterable[str]) -> list[str]:
     )
 
 
-def spike_only(ctx: Context) -> Outcome | None:
-    """The verdict of a split of the TTFT rise when every breached replica only spiked."""
+def splittable(ctx: Context) -> list[str] | Outcome:
+    """The breached replicas whose TTFT rise can be split into queue, prefill and the rest
+    (their window mean rose), or the verdict of every split when all of them only spiked."""
     breached = ctx.supported("ttft")
-    if not breached or mean_risen(ctx, breached):
-        return None
+    risen = mean_risen(ctx, breached)
+    if risen or not breached:
+        return risen
     return Outcome(
         "ruled_out",
         f"the mean TTFT stayed within {THRESHOLDS['ttft_breach'].text()} of its baseline on "
@@ -108,10 +110,9 @@ def spike_only(ctx: Context) -> Outcome | None:
 
 
 def by_share(ctx: Context, node: str, part: str, key: str) -> Outcome:
-    only = spike_only(ctx)
-    if only is not None:
-        return only
-    breached = mean_risen(ctx, ctx.supported("ttft"))
+    breached = splittable(ctx)
+    if isinstance(breached, Outcome):
+        return breached
     missing = ctx.needs((part,), breached)
     if missing:
         return Outcome(
@@ -330,10 +331,9 @@ def queue_load(ctx: Context) -> Outcome:
 
 def frontend(ctx: Context) -> Outcome:
     ev = ctx.ev
-    only = spike_only(ctx)
-    if only is not None:
-        return only
-    breached = mean_risen(ctx, ctx.supported("ttft"))
+    breached = splittable(ctx)
+    if isinstance(breached, Outcome):
+        return breached
     missing = ctx.needs(("queue_mean", "prefill_mean"), breached)
     if missing:
         return Outcome(
