@@ -29,6 +29,7 @@ from inventory.prometheus import (
     prometheus_query,
     prometheus_query_range,
 )
+from queries import Window
 from tests.inventory.badservers import html_error_page, json_answer, serving, stream_forever
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
@@ -62,6 +63,21 @@ def test_a_real_prometheus_answers_a_range_query_through_the_read_only_guard(
     assert requests_seen and all(method == "GET" for method, _ in requests_seen)
     assert "/api/v1/query_range?" in requests_seen[0][1]
     prometheus_ping(prometheus, timeout_seconds=5)
+
+
+@pytest.mark.prometheus
+@pytest.mark.parametrize("microseconds", [0, 1500, 2500, 999_500, 123_456])
+def test_a_real_prometheus_answers_on_the_windows_grid_whatever_the_start_microseconds(
+    prometheus: str, microseconds: int
+) -> None:
+    # At 1500 us, t * 1000 rounds up but "%.3f" of t rounds down: sending that text put
+    # every point of the answer 1 ms off the grid, and the page showed no data at all.
+    window = Window(NOW + timedelta(microseconds=microseconds), NOW + timedelta(minutes=1), 30)
+    answer = prometheus_query_range(
+        prometheus, query="vector(1)", start=window.start, end=window.end,
+        step_seconds=window.step_seconds, timeout_seconds=5,
+    )  # fmt: skip
+    assert [t for t, _ in answer.result[0]["values"]] == window.timestamps()
 
 
 @pytest.mark.prometheus
