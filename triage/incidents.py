@@ -9,7 +9,7 @@ import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -29,6 +29,7 @@ from triage.models import (
     IncidentSource,
     IncidentStatus,
     Runbook,
+    WalkDelivery,
     WalkRecord,
 )
 from triage.runbooks import LEAVES, runbook_slug
@@ -230,6 +231,49 @@ def incident_walk_run(incident_id: int, *, author: str = "") -> WalkRecord | Non
         _event(incident, EventKind.WALK, text, author=author)
         return None
     return incident_walk_record(incident, walk, author=author)
+
+
+# With acks_late and reject_on_worker_lost, Celery hands back a walk whose worker process
+# died (the kernel's OOM killer on a huge fleet, a crash in a native library): without a
+# bound, that walk would be delivered, and kill its process, forever, holding a worker
+# slot and querying Prometheus each time. Three deliveries tell a one-off from a pattern.
+WALK_DELIVERIES_MAX = 3
+
+
+def incident_walk_delivered(incident_id: int, task_id: str | None) -> WalkRecord | None:
+    """A queued walk as the broker delivers it (`task_id`: the same on every delivery).
+    Each delivery is counted, committed before the walk starts; a delivery past
+    WALK_DELIVERIES_MAX, or of a walk that already ran to its end, walks nothing, and the
+    first one past the bound says in the timeline that the walk was abandoned."""
+    if task_id is None:  # called directly, not through a broker: nothing to count
+        return incident_walk_run(incident_id, author=ALERTMANAGER)
+    with transaction.atomic():
+        incident = Incident.objects.select_for_update().filter(pk=incident_id).first()
+        if incident is None:
+            return None  # deleted since it was queued
+        delivery, _ = WalkDelivery.objects.get_or_create(task_id=task_id, incident=incident)
+        if delivery.finished_at is not None:
+            return None  # it ran; only the acknowledgement was lost
+        delivery.attempts += 1
+        delivery.save(update_fields=["attempts"])
+        if delivery.attempts == WALK_DELIVERIES_MAX + 1:
+            log.error(
+                "walk task %s for incident %s abandoned after %d deliveries",
+                task_id, incident_id, WALK_DELIVERIES_MAX,
+            )  # fmt: skip
+            first = timezone.localtime(delivery.first_at, UTC).strftime("%H:%M:%S UTC")
+            _event(
+                incident, EventKind.WALK,
+                f"The queued walk was abandoned: it was delivered {WALK_DELIVERIES_MAX} times "
+                f"(first at {first}) and its worker process died each time before it ended. "
+                "Find why (a worker's memory limit, for one), then walk again by hand.",
+                author=ALERTMANAGER,
+            )  # fmt: skip
+    if delivery.attempts > WALK_DELIVERIES_MAX:
+        return None
+    record = incident_walk_run(incident_id, author=ALERTMANAGER)
+    WalkDelivery.objects.filter(pk=delivery.pk).update(finished_at=timezone.now())
+    return record
 
 
 def _walk_in_thread(incident_id: int) -> None:

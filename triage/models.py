@@ -142,6 +142,21 @@ class WalkRecord(models.Model):
         return f"walk {self.pk} of incident {self.incident_id}"
 
 
+class WalkDelivery(models.Model):
+    """One queued walk as the broker delivers it: Celery gives a task the same id on every
+    delivery, so `attempts` counts the deliveries of one walk, and `finished_at` says it
+    ran to its end (a delivery after that has nothing left to do)."""
+
+    task_id = models.CharField(max_length=64, unique=True)
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="+")
+    attempts = models.PositiveSmallIntegerField(default=0)
+    first_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"walk task {self.task_id} of incident {self.incident_id}"
+
+
 class EventKind(models.TextChoices):
     NOTE = "note", "Note"
     WALK = "walk", "Walk"

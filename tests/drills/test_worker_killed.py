@@ -63,7 +63,7 @@ from tests.drills.services import (
 )
 from tests.drills.settings_fast_redelivery import REDELIVER_AFTER_SECONDS
 from tests.triage.factories import a_fleet, an_incident
-from triage.models import EventKind, IncidentEvent, WalkRecord
+from triage.models import EventKind, IncidentEvent, WalkDelivery, WalkRecord
 
 pytestmark = [pytest.mark.drill, pytest.mark.django_db(transaction=True)]
 
@@ -321,3 +321,6 @@ def test_a_walk_cut_off_by_sigkill_is_delivered_again_and_recorded_once(
     assert task_ids(second, "triage.tasks.walk_incident", "succeeded") == [killed_task]
     for incident in (pool_death, worker_death):
         assert walks_and_lines(incident.pk) == (1, 1), incident.title
+        # Both deliveries of each walk were counted under one task id, and it ended.
+        delivery = WalkDelivery.objects.get(incident=incident)
+        assert delivery.attempts == 2 and delivery.finished_at is not None, incident.title

@@ -189,6 +189,50 @@ def test_calling_the_task_walks_the_incident_and_a_deleted_one_is_skipped(
     assert len(fake_walk) == 1
 
 
+class WorkerProcessDied(BaseException):
+    """Stands for the SIGKILL of a pool process mid-walk, which this test process could not
+    survive; a real one is in tests/drills/test_worker_killed.py. Like a death, it leaves
+    the walk unfinished and escapes incident_walk_run's handling of failed walks."""
+
+
+def test_a_walk_whose_worker_dies_each_time_is_abandoned_after_three_deliveries(
+    db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deliveries: list[int] = []
+
+    def dying(fleet: Any, **kwargs: Any) -> Any:
+        deliveries.append(1)
+        raise WorkerProcessDied
+
+    monkeypatch.setattr(incidents, "walk_function", lambda: dying)
+    incident = an_incident(a_fleet())
+    for _ in range(incidents.WALK_DELIVERIES_MAX):
+        with pytest.raises(WorkerProcessDied):
+            incidents.incident_walk_delivered(incident.pk, "task-7")
+    # The fourth and later deliveries of that task walk nothing; the timeline says so once.
+    assert incidents.incident_walk_delivered(incident.pk, "task-7") is None
+    assert incidents.incident_walk_delivered(incident.pk, "task-7") is None
+    assert len(deliveries) == incidents.WALK_DELIVERIES_MAX
+    (line,) = incident.events.filter(kind=EventKind.WALK)
+    assert line.text.startswith("The queued walk was abandoned: it was delivered 3 times (first")
+    assert "its worker process died each time" in line.text
+    assert not WalkRecord.objects.exists()
+    # Another walk of the same incident (a new alert, a new task) is not held back.
+    walk_substituted(monkeypatch)
+    assert incidents.incident_walk_delivered(incident.pk, "task-8") is not None
+
+
+def test_a_walk_delivered_again_after_it_ended_is_not_walked_twice(
+    db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_walk = walk_substituted(monkeypatch)
+    incident = an_incident(a_fleet())
+    assert incidents.incident_walk_delivered(incident.pk, "task-9") is not None
+    # The worker died after the walk was stored but before the broker had its ack.
+    assert incidents.incident_walk_delivered(incident.pk, "task-9") is None
+    assert len(fake_walk) == 1 and incident.walks.count() == 1
+
+
 @pytest.mark.django_db(transaction=True)
 def test_in_the_embedded_mode_a_thread_walks_the_incident_after_commit(
     settings: Any, monkeypatch: pytest.MonkeyPatch
