@@ -22,6 +22,11 @@ from fleetscope.schedule import PeriodicJob
 
 log = logging.getLogger(__name__)
 
+# A job failing on every tick (the database down, say) logs its traceback once, then one
+# line a minute while it keeps failing, and one when it works again: a log with a
+# traceback per second hides the rest of what is going on.
+REPEAT_LOG_SECONDS = 60.0
+
 
 @dataclass
 class _Slot:
@@ -30,6 +35,9 @@ class _Slot:
     next_run: float
     runs: int = 0
     failures: int = 0
+    streak: int = 0  # failures in a row
+    streak_since: float = 0.0
+    logged_at: float = 0.0
 
 
 @dataclass
@@ -63,10 +71,16 @@ class InProcessScheduler:
             started = now
             try:
                 slot.function()
-            except Exception:
-                # One failing job must not stop the others; the traceback goes to the log.
-                slot.failures += 1
-                log.exception("periodic job %s failed", slot.job.name)
+            except Exception as exc:
+                # One failing job must not stop the others.
+                self._failed(slot, exc, started)
+            else:
+                if slot.streak:
+                    log.warning(
+                        "periodic job %s works again after %d failures in a row over %.0f s",
+                        slot.job.name, slot.streak, started - slot.streak_since,
+                    )  # fmt: skip
+                    slot.streak = 0
             finally:
                 # Database connections opened by a job thread are not request-scoped.
                 close_old_connections()
@@ -77,6 +91,21 @@ class InProcessScheduler:
             missed = max(0, int((self.clock() - started) // interval))
             slot.next_run = started + interval * (missed + 1)
         return ran
+
+    def _failed(self, slot: _Slot, exc: Exception, at: float) -> None:
+        """Called inside the `except`, so the first failure's traceback is the current one."""
+        slot.failures += 1
+        slot.streak += 1
+        if slot.streak == 1:
+            slot.streak_since = slot.logged_at = at
+            log.exception("periodic job %s failed", slot.job.name)
+        elif at - slot.logged_at >= REPEAT_LOG_SECONDS:
+            slot.logged_at = at
+            log.error(
+                "periodic job %s still failing: %d times in a row over %.0f s, the last %s: %s",
+                slot.job.name, slot.streak, at - slot.streak_since, type(exc).__name__,
+                str(exc)[:300],
+            )  # fmt: skip
 
     def runs(self, name: str) -> int:
         """How many times the job named `name` has run (and returned)."""

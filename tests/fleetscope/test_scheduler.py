@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import threading
 
 import pytest
@@ -59,6 +60,40 @@ def test_a_failing_job_does_not_stop_the_others() -> None:
     )
     assert scheduler.run_due() == 2
     assert CALLS == ["failed", "ok"]
+
+
+def test_a_job_failing_every_tick_logs_its_traceback_once_then_a_line_a_minute(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = FakeClock()
+    outage = {"on": True}
+
+    def scrape() -> None:
+        if outage["on"]:
+            raise ConnectionError("the database is down")
+
+    scheduler = InProcessScheduler([job("scrape", 1.0)], clock=clock, resolve=lambda n: scrape)
+    with caplog.at_level(logging.WARNING, logger="fleetscope.inprocess"):
+        for _ in range(150):  # two and a half minutes of ticks, each failing
+            scheduler.run_due()
+            clock.now += 1
+        outage["on"] = False
+        scheduler.run_due()
+    lines = [(r.levelname, r.getMessage(), r.exc_info is not None) for r in caplog.records]
+    assert lines == [
+        ("ERROR", "periodic job scrape failed", True),
+        ("ERROR", "periodic job scrape still failing: 61 times in a row over 60 s, the last "
+                  "ConnectionError: the database is down", False),
+        ("ERROR", "periodic job scrape still failing: 121 times in a row over 120 s, the last "
+                  "ConnectionError: the database is down", False),
+        ("WARNING", "periodic job scrape works again after 150 failures in a row over 150 s",
+         False),
+    ]  # fmt: skip
+    # A new outage is news again: its traceback is logged.
+    outage["on"] = True
+    clock.now += 1
+    scheduler.run_due()
+    assert caplog.records[-1].exc_info is not None
 
 
 def test_an_overrunning_job_skips_missed_ticks_instead_of_replaying_them() -> None:
