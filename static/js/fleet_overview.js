@@ -39,6 +39,7 @@
   var pollTimer = null;
   var socket = null;
   var retries = 0;
+  var reconnectTimer = null;  // set while the socket is closed and a retry is pending
   var stopped = false;
   // Badge colour per panel status: red only for failures, grey for a fleet that simply
   // runs without what the panel needs.
@@ -528,6 +529,13 @@
         var updates = answer.body.live_updates;
         if (isDefaultView && updates && updates.status === "off") {
           liveOff("live updates unavailable: " + updates.message);
+        } else if (reconnectTimer !== null) {
+          // The server answers without trouble again (Redis is back, say): reconnect now
+          // rather than wait out a backoff that may have grown to a minute.
+          clearTimeout(reconnectTimer);
+          reconnectTimer = null;
+          retries = 0;
+          connect();
         }
         if (state.textContent.indexOf("update failed") === 0) { setState("polling", "muted"); }
       })
@@ -556,7 +564,8 @@
     var scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
     socket = new WebSocket(scheme + window.location.host + wsPath);
     socket.onopen = function () {
-      retries = 0;
+      // The backoff starts over on a push, not here: a server that accepts and then
+      // refuses (4503, Redis down) would otherwise be asked again every 2 s.
       liveState.opened(Date.now());
       showLive();
     };
@@ -564,6 +573,7 @@
     // on the server; inflating is asynchronous, so pushes are rendered one after another.
     socket.binaryType = "arraybuffer";
     socket.onmessage = function (event) {
+      retries = 0;
       var data = event.data;
       inflating = inflating
         .then(function () { return pushedText(data); })
@@ -590,7 +600,10 @@
       setState("polling", "warning");
       schedulePolling();
       retries += 1;
-      setTimeout(connect, Math.min(60000, 1000 * Math.pow(2, retries)));
+      reconnectTimer = setTimeout(function () {
+        reconnectTimer = null;
+        connect();
+      }, Math.min(60000, 1000 * Math.pow(2, retries)));
     };
   }
 

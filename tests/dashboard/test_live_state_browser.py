@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from pathlib import Path
 from typing import TypeVar
 
 import pytest
@@ -21,6 +23,7 @@ from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from dashboard import live
+from fleetscope.lib import shared_cache
 from fleetscope.lib.channel_layers import redis_channel_layers
 from fleetscope.lib.redis_settings import RedisTimeouts, redis_caches
 from inventory.access import ViewScope
@@ -28,6 +31,7 @@ from inventory.models import Fleet
 from tests.browser import asgi_server, chromium, screenshot_path
 from tests.conftest import TEST_REDIS_URL
 from tests.dashboard.replicafill import END, replica
+from tests.drills.services import RedisServer
 from tests.queries.storefill import T0, fleet_named
 from tests.roles import user_with_role
 
@@ -127,16 +131,20 @@ def test_the_badge_turns_stale_without_pushes_polls_and_is_live_again_on_the_nex
 
 
 def test_with_redis_down_a_banner_says_live_updates_are_unavailable_and_the_page_polls(
-    fleet: Fleet, closed_port: int
+    fleet: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    down = f"redis://127.0.0.1:{closed_port}/0"
+    redis = RedisServer(tmp_path)  # its port stays closed until Redis "comes back"
+    # The process leaves a failed Redis alone for 15 s; 2 s keeps the test short.
+    monkeypatch.setattr(shared_cache, "RETRY_SECONDS", 2.0)
     timeouts = RedisTimeouts(1.0, 1.0)
     settings = override_settings(
-        CHANNEL_LAYERS=redis_channel_layers(down, timeouts=timeouts),
-        CACHES=redis_caches(down, timeouts),
+        CHANNEL_LAYERS=redis_channel_layers(redis.url(), timeouts=timeouts),
+        CACHES=redis_caches(redis.url(), timeouts),
     )
-    with settings, asgi_server() as url, chromium() as browser:
+    with settings, asgi_server() as url, chromium() as browser, ExitStack() as stack:
         page = browser.new_page(viewport={"width": 1400, "height": 900})
+        closed: list[object] = []
+        page.on("websocket", lambda socket: socket.on("close", lambda s: closed.append(s)))
         logged_in(page, url, fleet)
         banner = page.locator("#live-banner")
         expect(banner).to_be_visible(timeout=30_000)
@@ -148,3 +156,17 @@ def test_with_redis_down_a_banner_says_live_updates_are_unavailable_and_the_page
         # The data is there all the same.
         expect(page.locator("#replica-table tbody tr")).to_have_count(2)
         page.screenshot(path=screenshot_path("overview-redis-down"), full_page=True)
+        # Five refused sockets (accepted, then closed with 4503) grow the backoff to 32 s,
+        # past two poll intervals; then Redis comes back. The next poll answering without trouble reconnects at once: live
+        # again within a poll interval (and the 2 s the server leaves Redis alone), where
+        # the backoff alone would wait for its 32 s.
+        for _ in range(240):  # Playwright delivers its events while it waits, not in sleep()
+            if len(closed) >= 5:
+                break
+            page.wait_for_timeout(250)
+        assert len(closed) >= 5, f"{len(closed)} refused sockets in a minute"
+        redis.start()
+        stack.callback(redis.stop)
+        expect(page.locator("#live-state")).to_have_text("live", timeout=22_000)
+        expect(banner).to_be_hidden()
+        expect(page.locator("body")).to_have_attribute("data-polling", "off")
