@@ -157,9 +157,9 @@ def test_with_redis_down_a_banner_says_live_updates_are_unavailable_and_the_page
         expect(page.locator("#replica-table tbody tr")).to_have_count(2)
         page.screenshot(path=screenshot_path("overview-redis-down"), full_page=True)
         # Five refused sockets (accepted, then closed with 4503) grow the backoff to 32 s,
-        # past two poll intervals; then Redis comes back. The next poll answering without trouble reconnects at once: live
-        # again within a poll interval (and the 2 s the server leaves Redis alone), where
-        # the backoff alone would wait for its 32 s.
+        # past two poll intervals; then Redis comes back. The next poll answering without
+        # trouble reconnects at once: live again within a poll interval (and the 2 s the
+        # server leaves Redis alone), where the backoff alone would wait for its 32 s.
         for _ in range(240):  # Playwright delivers its events while it waits, not in sleep()
             if len(closed) >= 5:
                 break

@@ -6,9 +6,10 @@ port; as root, run as the `postgres` user) holds FleetScope's database. FleetSco
 simulated fleet every second) and records an Alertmanager incident with its walk. Then
 PostgreSQL is stopped for a few cycles and started again. FleetScope is not restarted:
 readiness says the database is unreachable, the first cycle that cannot run logs why
-(later ones a line a minute) without ending the scheduler, an alert sent meanwhile is refused whole (and
-taken when Alertmanager sends it again), and scraping resumes by itself. Every row written
-before the restart is still there, and no cycle was half written.
+(later ones a line a minute) without ending the scheduler, an alert sent meanwhile is
+refused whole (and taken when Alertmanager sends it again), and scraping resumes by
+itself. Every row written before the restart is still there, and no cycle was half
+written.
 """
 
 from __future__ import annotations
