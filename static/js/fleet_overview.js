@@ -40,6 +40,8 @@
   var socket = null;
   var retries = 0;
   var reconnectTimer = null;  // set while the socket is closed and a retry is pending
+  var openTimer = null;  // set while a socket that just opened has yet to prove it stays
+  var OPEN_GRACE_MS = 1000;
   var stopped = false;
   // Badge colour per panel status: red only for failures, grey for a fleet that simply
   // runs without what the panel needs.
@@ -564,10 +566,16 @@
     var scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
     socket = new WebSocket(scheme + window.location.host + wsPath);
     socket.onopen = function () {
-      // The backoff starts over on a push, not here: a server that accepts and then
-      // refuses (4503, Redis down) would otherwise be asked again every 2 s.
-      liveState.opened(Date.now());
-      showLive();
+      // A server that cannot serve live updates (Redis down) accepts, then closes with 4503
+      // at once: the socket counts as live only once it has stayed open a moment, so a
+      // refusal neither flickers the badge, nor cancels a due poll, nor resets the backoff.
+      openTimer = setTimeout(function () {
+        openTimer = null;
+        if (!socket || socket.readyState !== WebSocket.OPEN) { return; }
+        retries = 0;
+        liveState.opened(Date.now());
+        showLive();
+      }, OPEN_GRACE_MS);
     };
     // Pushes are gzip-compressed JSON in binary frames, compressed once for every viewer
     // on the server; inflating is asynchronous, so pushes are rendered one after another.
@@ -586,6 +594,8 @@
         .catch(function (error) { setState("update failed: " + error.message, "bad"); });
     };
     socket.onclose = function (event) {
+      clearTimeout(openTimer);
+      openTimer = null;
       liveState.closed();
       if (event.code === 4401) {
         socket = null;
@@ -598,7 +608,9 @@
         document.body.dataset.live = "closed";
       }
       setState("polling", "warning");
-      schedulePolling();
+      // Keep a poll already due: rescheduling it on every refused socket would put it off
+      // for as long as sockets keep being refused.
+      if (pollTimer === null) { schedulePolling(); }
       retries += 1;
       reconnectTimer = setTimeout(function () {
         reconnectTimer = null;

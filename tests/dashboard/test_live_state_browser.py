@@ -67,6 +67,17 @@ def fleet(db: None) -> Fleet:
     return fleet
 
 
+# Every text the badge and every value `data-polling` takes from now on, however briefly.
+SEEN_STATES_JS = """() => {
+  const seen = window.seenStates = {badge: [], polling: []};
+  const badge = document.getElementById("live-state");
+  new MutationObserver(() => seen.badge.push(badge.textContent))
+    .observe(badge, {childList: true, characterData: true, subtree: true});
+  new MutationObserver(() => seen.polling.push(document.body.dataset.polling))
+    .observe(document.body, {attributes: true, attributeFilter: ["data-polling"]});
+}"""
+
+
 def logged_in(page: Page, url: str, fleet: Fleet) -> None:
     page.goto(f"{url}/login/?next=/fleets/{fleet.slug}/")
     page.fill("#id_username", "viewer")
@@ -160,11 +171,15 @@ def test_with_redis_down_a_banner_says_live_updates_are_unavailable_and_the_page
         # past two poll intervals; then Redis comes back. The next poll answering without
         # trouble reconnects at once: live again within a poll interval (and the 2 s the
         # server leaves Redis alone), where the backoff alone would wait for its 32 s.
+        page.evaluate(SEEN_STATES_JS)
         for _ in range(240):  # Playwright delivers its events while it waits, not in sleep()
             if len(closed) >= 5:
                 break
             page.wait_for_timeout(250)
         assert len(closed) >= 5, f"{len(closed)} refused sockets in a minute"
+        # A refused socket never showed as live, even for a moment, nor stopped the polls.
+        seen = page.evaluate("window.seenStates")
+        assert "live" not in seen["badge"] and "off" not in seen["polling"], seen
         redis.start()
         stack.callback(redis.stop)
         expect(page.locator("#live-state")).to_have_text("live", timeout=22_000)
