@@ -185,3 +185,4 @@ def test_with_redis_down_a_banner_says_live_updates_are_unavailable_and_the_page
         expect(page.locator("#live-state")).to_have_text("live", timeout=22_000)
         expect(banner).to_be_hidden()
         expect(page.locator("body")).to_have_attribute("data-polling", "off")
+        page.screenshot(path=screenshot_path("overview-redis-back"))
