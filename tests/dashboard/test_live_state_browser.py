@@ -182,7 +182,7 @@ def test_with_redis_down_a_banner_says_live_updates_are_unavailable_and_the_page
         assert "live" not in seen["badge"] and "off" not in seen["polling"], seen
         redis.start()
         stack.callback(redis.stop)
-        expect(page.locator("#live-state")).to_have_text("live", timeout=22_000)
+        expect(page.locator("#live-state")).to_have_text("live", timeout=26_000)
         expect(banner).to_be_hidden()
         expect(page.locator("body")).to_have_attribute("data-polling", "off")
         page.screenshot(path=screenshot_path("overview-redis-back"))
