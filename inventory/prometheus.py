@@ -31,6 +31,7 @@ import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
 from urllib3.util.retry import Retry
 
+from fleetscope.lib.utc import unix_millis
 from inventory.scraping import AnswerTooLarge, requests_session, sync_client
 
 # The only paths FleetScope asks a Prometheus for.
@@ -260,10 +261,8 @@ def _answer(payload: dict[str, Any], result_types: frozenset[str]) -> Prometheus
 
 
 def _millis(seconds: float) -> str:
-    """Seconds to the millisecond, rounded as the window's grid rounds them (round(t * 1000)):
-    formatting `t` with "%.3f" instead rounds a half millisecond the other way one time in
-    two thousand, and then every point of the answer misses the grid by 1 ms."""
-    return f"{round(seconds * 1000) / 1000:.3f}"
+    """Seconds as Prometheus reads them, rounded as the window's grid is (`unix_millis`)."""
+    return f"{unix_millis(seconds) / 1000:.3f}"
 
 
 def _seconds(at: datetime) -> str:

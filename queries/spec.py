@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
+from fleetscope.lib.utc import unix_millis
 from inventory.catalog import CATALOG
 
 if TYPE_CHECKING:  # spec stays importable without Django set up
@@ -259,8 +260,8 @@ class Window:
 
     def timestamps(self) -> list[float]:
         """Evaluation times in unix seconds (millisecond precision, as Prometheus uses)."""
-        start_ms = round(self.start.timestamp() * 1000)
-        step_ms = round(self.step_seconds * 1000)
+        start_ms = unix_millis(self.start.timestamp())
+        step_ms = unix_millis(self.step_seconds)
         return [(start_ms + k * step_ms) / 1000 for k in range(self.points)]
 
     def widened_by(self, seconds: float) -> tuple[datetime, datetime]:

@@ -9,7 +9,7 @@ import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -18,6 +18,7 @@ from django.db import IntegrityError, close_old_connections, transaction
 from django.http import Http404
 from django.utils import timezone
 
+from fleetscope.lib.utc import utc_text
 from inventory.access import fleet_for_user
 from inventory.models import Fleet
 from slo.models import Slo
@@ -261,7 +262,7 @@ def incident_walk_delivered(incident_id: int, task_id: str | None) -> WalkRecord
                 "walk task %s for incident %s abandoned after %d deliveries",
                 task_id, incident_id, WALK_DELIVERIES_MAX,
             )  # fmt: skip
-            first = timezone.localtime(delivery.first_at, UTC).strftime("%H:%M:%S UTC")
+            first = utc_text(delivery.first_at)
             _event(
                 incident, EventKind.WALK,
                 f"The queued walk was abandoned: it was delivered {WALK_DELIVERIES_MAX} times "

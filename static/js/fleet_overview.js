@@ -581,7 +581,6 @@
     // on the server; inflating is asynchronous, so pushes are rendered one after another.
     socket.binaryType = "arraybuffer";
     socket.onmessage = function (event) {
-      retries = 0;
       var data = event.data;
       inflating = inflating
         .then(function () { return pushedText(data); })
