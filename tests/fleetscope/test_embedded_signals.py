@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from devtools.ports import free_port
+from devtools.terminal import with_terminal_signals
 from devtools.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,6 +94,7 @@ def server(env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
         text=True,
         # Its own process group: orphans stay in it, so the clean-up below reaches them.
         start_new_session=True,
+        preexec_fn=with_terminal_signals,
     )
     try:
         assert process.stdout is not None
