@@ -15,6 +15,7 @@ from django.test import Client
 
 from fleetscope.lib import shared_cache
 from inventory import scraping
+from inventory.store import caches_clear
 from tests.roles import user_with_role
 
 # Redis is real in tests: CI and the project machine run it on loopback.
@@ -82,3 +83,12 @@ def _shared_cache_breaker_reset() -> Iterator[None]:
     shared_cache.reset()
     yield
     shared_cache.reset()
+
+
+@pytest.fixture(autouse=True)
+def _empty_store_caches() -> Iterator[None]:
+    """The store caches decompressed frames and span listings per process: no test reads
+    frames another test cached, or that its rollback removed (inventory.store)."""
+    caches_clear()
+    yield
+    caches_clear()

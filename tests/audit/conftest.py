@@ -3,7 +3,6 @@ through `history_import`, so an SLO on it passes the admin's "is it exposed" che
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,17 +10,8 @@ import pytest
 from fleetsim.history import History
 from inventory.history import history_import
 from inventory.models import Fleet
-from inventory.store import caches_clear
 
 END = 1_794_999_990.0  # a fixed end: every run records the same minutes
-
-
-@pytest.fixture(autouse=True)
-def empty_store_caches() -> Iterator[None]:
-    # The store caches per process: no test reads frames another test's rollback removed.
-    caches_clear()
-    yield
-    caches_clear()
 
 
 @pytest.fixture(scope="session")

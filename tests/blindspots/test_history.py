@@ -4,26 +4,16 @@ FleetScope stored, checked against the recorded history's own change times."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-
-import pytest
 
 from blindspots.history import layout_dialect
 from blindspots.verdicts import check_selectors
 from inventory.models import Endpoint
-from inventory.store import caches_clear, current_layouts
+from inventory.store import current_layouts
 from tests.blindspots.fleets_b import END, R0, R1, load, record, selector
 
 OLD = "vllm:gpu_cache_usage_perc"
-
-
-@pytest.fixture(autouse=True)
-def empty_store_caches() -> Iterator[None]:
-    caches_clear()
-    yield
-    caches_clear()
 
 
 def utc(unix: float) -> datetime:

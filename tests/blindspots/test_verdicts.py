@@ -3,7 +3,6 @@ replicas named, blind with the rename, never matched, suspicious."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
@@ -14,20 +13,12 @@ from blindspots.verdicts import check_selectors
 from inventory.models import Fleet
 from inventory.registration import targets_import
 from inventory.services import fleet_scrape
-from inventory.store import caches_clear
 from inventory.targets import TargetSpec
 from tests.blindspots.fleets_b import R0, R1, load, record, selector
 from tests.inventory.badservers import send_body, serving
 
 OLD = "vllm:gpu_cache_usage_perc"
 NEW = "vllm:kv_cache_usage_perc"
-
-
-@pytest.fixture(autouse=True)
-def empty_store_caches() -> Iterator[None]:
-    caches_clear()
-    yield
-    caches_clear()
 
 
 @pytest.fixture(scope="module")

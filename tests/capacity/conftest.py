@@ -20,7 +20,6 @@ from capacity.profiles import GPU_PROFILES
 from fleetsim.history import History
 from inventory.history import history_import
 from inventory.models import Fleet
-from inventory.store import caches_clear
 from slo.services import slo_from_preset
 
 MINUTES = 20
@@ -48,14 +47,6 @@ LLAMA_70B_CONFIG = {
     "num_hidden_layers": 80,
     "num_attention_heads": 64,
 }
-
-
-@pytest.fixture(autouse=True)
-def empty_store_caches() -> Iterator[None]:
-    # The store caches per process: no test reads frames another test's rollback removed.
-    caches_clear()
-    yield
-    caches_clear()
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""Fixtures of the inventory tests: the store's per-process caches start empty in every
-test, and a test can set their bound."""
+"""Fixtures of the inventory tests: a test can set the bound of the store's frame cache
+(which the root conftest empties around every test)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-from inventory.store import caches_clear
-
-
-@pytest.fixture(autouse=True)
-def empty_store_caches() -> Iterator[None]:
-    # One cache of each per process: no test sees frames another test cached or listed.
-    caches_clear()
-    yield
-    caches_clear()
 
 
 @pytest.fixture

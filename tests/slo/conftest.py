@@ -4,7 +4,6 @@ and one where only the DCGM exporters are left."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,6 @@ import pytest
 from fleetsim.history import History
 from inventory.history import history_import
 from inventory.models import Endpoint, Fleet
-from inventory.store import caches_clear
 
 # A fixed end on the 15 s grid, so every run records the same five minutes.
 END = 1_794_999_990.0
@@ -25,14 +23,6 @@ def record(path: Path, *, dialect: str) -> Path:
         replicas=2, scenario="steady", hours=MINUTES / 60, dialect=dialect, seed=5, end=END
     ).write_openmetrics(path)
     return path
-
-
-@pytest.fixture(autouse=True)
-def empty_store_caches() -> Iterator[None]:
-    # The store caches per process: no test reads frames another test's rollback removed.
-    caches_clear()
-    yield
-    caches_clear()
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,6 @@ from django.test import override_settings
 from fleetsim.history import History
 from inventory.history import history_import
 from inventory.models import Fleet
-from inventory.store import caches_clear
 from triage.canary import BreachedObjective, CanaryEvaluation, canary_evaluate, sample_size
 
 pytestmark = pytest.mark.django_db
@@ -26,14 +25,6 @@ ITL_METRIC = "vllm:inter_token_latency_seconds"
 # The model's two replicas together had ~96.3% of token gaps within 25 ms in the
 # incident (the healthy one ~98%, the throttled one ~94.5%): below a 97% target.
 ITL = BreachedObjective("itl", 0.025, 0.97, 0.963, slo="throttle/chat")
-
-
-@pytest.fixture(autouse=True)
-def empty_store_caches() -> Iterator[None]:
-    # The store caches per process: no test reads frames another test's rollback removed.
-    caches_clear()
-    yield
-    caches_clear()
 
 
 @pytest.fixture(scope="module")

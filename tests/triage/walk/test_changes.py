@@ -16,7 +16,6 @@ from audit.models import AuditEntry
 from fleetsim.history import History
 from inventory.history import history_import
 from inventory.models import Fleet
-from inventory.store import caches_clear
 from slo.models import Slo
 from triage.walk.changes import changes_in
 from triage.walk.types import Change
@@ -59,13 +58,6 @@ def load(
     yield Loaded(fleet, history.start, manifest)
     with django_db_blocker.unblock():
         fleet.delete()
-
-
-@pytest.fixture(autouse=True)
-def empty_store_caches() -> Iterator[None]:
-    caches_clear()
-    yield
-    caches_clear()
 
 
 @pytest.fixture(scope="module")

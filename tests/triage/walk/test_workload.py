@@ -14,7 +14,6 @@ import pytest
 from fleetsim.history import History
 from inventory.history import history_import
 from inventory.models import Fleet
-from inventory.store import caches_clear
 from triage.walk.workload import THRESHOLDS, Shift, workload_shifts
 
 # A fixed end on the 30 s grid: every run records the same half hour.
@@ -61,13 +60,6 @@ def load(scenario: str, tmp_path_factory: pytest.TempPathFactory, blocker: Any) 
     yield Loaded(fleet, manifest)
     with blocker.unblock():
         fleet.delete()
-
-
-@pytest.fixture(autouse=True)
-def empty_store_caches() -> Iterator[None]:
-    caches_clear()
-    yield
-    caches_clear()
 
 
 @pytest.fixture(scope="module")
