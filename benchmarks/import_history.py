@@ -53,8 +53,7 @@ def setup_django(var_dir: Path, database_url: str | None) -> None:
 def child(args: argparse.Namespace) -> None:
     """One timed import, in a process of its own, into an empty database."""
     setup_django(Path(args.var_dir), args.database_url)
-    from inventory.history import history_import
-    from inventory.history_file import history_read
+    from inventory.history import history_import, history_read
     from inventory.models import Fleet
 
     Fleet.objects.all().delete()  # PostgreSQL: the given database, emptied

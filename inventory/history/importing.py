@@ -3,14 +3,14 @@
     report = history_import(fleet_slug="incident-1129", path="fleet.om")
 
 The file is an OpenMetrics history as Prometheus stored it (`fleetsim history` writes
-one; see `inventory.history_file` for what is read and how). Everything is read and
-checked first; then, in one transaction, the targets are registered (`targets_import`:
-URL `http://{instance}/metrics`, kind from the `kind` or `job` label as import_targets
-decides it) and each timestamp is written as one scrape cycle through
-`inventory.services.cycle_record`, exactly as a live cycle is: a frame per successful
-scrape, a failed ScrapeRun where `up` was 0, a new layout and inventory where the
-series changed, counter resets as they happened. Any fault leaves the database as it
-was.
+one; `inventory.history.reading` and `inventory.history.scrapes` say what is read and
+how). Everything is read and checked first; then, in one transaction, the targets are
+registered (`targets_import`: URL `http://{instance}/metrics`, kind from the `kind` or
+`job` label as import_targets decides it) and each timestamp is written as one scrape
+cycle through `inventory.services.cycle_record`, exactly as a live cycle is: a frame per
+successful scrape, a failed ScrapeRun where `up` was 0, a new layout and inventory where
+the series changed, counter resets as they happened. Any fault leaves the database as
+it was.
 
 Importing the same history twice is refused: a fleet that already holds scrapes of any
 of the history's targets within the history's span gets nothing (`HistoryError`). A
@@ -25,13 +25,12 @@ from pathlib import Path
 
 from django.db import transaction
 
-from inventory.history_file import HistoryContent, HistoryError, history_read
+from inventory.history.reading import HistoryError
+from inventory.history.scrapes import HistoryContent, history_read
 from inventory.models import Endpoint, Fleet, ScrapeRun
 from inventory.registration import RegistrationError, fleet_slug_clean, targets_import
 from inventory.services import cycle_record
 from inventory.targets import TargetSpec
-
-__all__ = ["HistoryError", "HistoryReport", "history_import"]
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,9 @@ from fleetsim.api import sample_exposition
 from fleetsim.families import Family as SimFamily
 from fleetsim.families import escape, format_value
 from fleetsim.history import History
-from inventory import history as history_module
 from inventory.exposition import parse
-from inventory.history import HistoryError, history_import
-from inventory.history_file import UP_DOWN_REASON, history_read
+from inventory.history import UP_DOWN_REASON, HistoryError, history_import, history_read
+from inventory.history import importing as history_module
 from inventory.models import Endpoint, EndpointInventory, Fleet, ScrapeRun, ScrapeStatus
 from inventory.snapshot import inventory_snapshot
 from inventory.store import frames_in_window
