@@ -3,7 +3,8 @@
 `parse(payload)` returns families or raises `ExpositionError(line, message)`, the only
 exception that escapes. Inside: `lexer` (one line into tokens), `assembler` (samples
 into families, with the checks of `checks`), `templates` (the fast path that re-reads a
-payload laid out like the last one from the same endpoint), `openmetrics`.
+payload laid out like the last one from the same endpoint), `bulk` (every line of a
+text payload at once), `openmetrics`.
 `forget_shared()` empties the process-wide tables of validated text (benchmarks);
 `ParseBudget` (see `budget`) stops a parse at its sample limit or deadline."""
 

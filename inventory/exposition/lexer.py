@@ -20,9 +20,11 @@ from __future__ import annotations
 import re
 import sys
 
-from inventory.exposition.assembler import TEXT_TYPES
+from inventory.exposition.assembler import TEXT_TYPES, Metadata, metadata_fields
 from inventory.exposition.model import (
     EMPTY_LABELS,
+    SHARED,
+    LabelCache,
     Labels,
     excerpt,
     fail,
@@ -348,3 +350,24 @@ def unescape_text_help(text: str, lineno: int) -> str:
         return escaped
 
     return _text_escape.sub(replace, text) if "\\" in text else text
+
+
+def text_comment_fields(line: str, lineno: int, cache: LabelCache) -> Metadata:
+    """The metadata fields of a `#` line (kind 0: a plain comment), remembered by line
+    for the endpoint and for the process (SHARED)."""
+    fields = cache.metadata.get(line)
+    if fields is None:
+        fields = SHARED.metadata.get(line)
+        if fields is None:
+            kind, name, value = read_usual_comment(line) or read_text_comment(line, lineno)
+            if kind:
+                word = "HELP" if kind == HELP_KIND else "TYPE"
+                fields = metadata_fields(word, name, value, lineno, om=False)
+            else:
+                fields = _COMMENT
+            SHARED.metadata.put(line, fields)
+        cache.metadata.put(line, fields)
+    return fields
+
+
+_COMMENT: Metadata = (0, "", "", None)
