@@ -5,7 +5,7 @@ stored it.
 metadata (`# TYPE`, `# HELP`, `# UNIT`) before each family's samples, every sample with a
 timestamp, each family's lines contiguous, `# EOF` last; exemplars are refused. What it
 keeps is, per target (its `instance`), the samples of each timestamp in file order
-(`Bucket`: series ids and values) and the series Prometheus' scrape loop wrote for it
+(`ScrapeSamples`: series ids and values) and the series Prometheus' scrape loop wrote for it
 (`up`, `scrape_*`). A series' samples need not be contiguous (fleetsim writes every
 family scrape by scrape), and targets need not share timestamps. Any fault raises
 `HistoryError` naming the line. `inventory.history.scrapes` turns what it kept into
@@ -97,7 +97,7 @@ class FileSeries:
         self.scrape_series = name in SCRAPE_SERIES
 
 
-class Bucket:
+class ScrapeSamples:
     """The samples of one target at one timestamp, in file order."""
 
     __slots__ = ("ids", "values", "line")
@@ -110,10 +110,13 @@ class Bucket:
 
 @dataclass
 class FileTarget:
+    """A target of the file (its `instance`): its samples by timestamp, and the series
+    Prometheus' scrape loop wrote for it."""
+
     instance: str  # as written
     line: int
     index: int
-    buckets: dict[float, Bucket] = field(default_factory=dict)
+    buckets: dict[float, ScrapeSamples] = field(default_factory=dict)
     # Prometheus' own series of this target: name -> {timestamp: (value, line)}
     scrape_series: dict[str, dict[float, tuple[float, int]]] = field(default_factory=dict)
     up: FileSeries | None = None
@@ -121,6 +124,8 @@ class FileTarget:
 
 
 class LineReader:
+    """One pass over the file's lines (`read`): what each target's samples were, checked."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self.series: dict[str, FileSeries] = {}
@@ -132,8 +137,6 @@ class LineReader:
         self.times: dict[str, float] = {}
         self.lines = 0
         self.eof_line = 0
-
-    # Pass over the file.
 
     def read(self) -> None:
         block: Block | None = None
@@ -181,7 +184,7 @@ class LineReader:
         numbers = _NUMBER_CHARS
         last_target: FileTarget | None = None
         last_time = ""
-        bucket: Bucket | None = None
+        bucket: ScrapeSamples | None = None
         lineno = first - 1
         if self.eof_line and lines:
             raise HistoryError("text after '# EOF'", first)
@@ -224,7 +227,7 @@ class LineReader:
             if target is not last_target or stamp != last_time or bucket is None:
                 bucket = target.buckets.get(at)
                 if bucket is None:
-                    bucket = target.buckets[at] = Bucket(lineno)
+                    bucket = target.buckets[at] = ScrapeSamples(lineno)
                 last_target, last_time = target, stamp
             bucket.ids.append(series.id)
             bucket.values.append(value)

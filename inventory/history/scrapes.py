@@ -40,10 +40,10 @@ from inventory.exposition import ExpositionError, Family, LabelCache, parse
 from inventory.history.reading import (
     UP,
     Block,
-    Bucket,
     FileTarget,
     HistoryError,
     LineReader,
+    ScrapeSamples,
     excerpt,
 )
 from inventory.models import EndpointKind
@@ -233,7 +233,7 @@ class _TargetScrapes:
                     )
                 outcome.error = ScrapeFailed(ErrorKind.CONNECTION, UP_DOWN_REASON)
             else:
-                self._frame(at, bucket or Bucket(up_line), outcome)
+                self._frame(at, bucket or ScrapeSamples(up_line), outcome)
             yield at, outcome
 
     def _check_scrape_series(self) -> None:
@@ -247,7 +247,7 @@ class _TargetScrapes:
                     series.line,
                 )
 
-    def _frame(self, at: float, bucket: Bucket, outcome: ScrapeOutcome) -> None:
+    def _frame(self, at: float, bucket: ScrapeSamples, outcome: ScrapeOutcome) -> None:
         key = bucket.ids.tobytes()
         plan = self.plans.get(key)
         if plan is None or self.parse_all:
@@ -263,7 +263,7 @@ class _TargetScrapes:
         outcome.inventory = plan.inventory if changed else None
         outcome.sample_count = len(bucket.ids)
 
-    def _parse(self, at: float, bucket: Bucket) -> tuple[_Plan, EncodedFrame]:
+    def _parse(self, at: float, bucket: ScrapeSamples) -> tuple[_Plan, EncodedFrame]:
         """Rebuild the payload the target served, and parse it as a live scrape is."""
         self.parses += 1
         body, origins, order = self._payload(bucket)
@@ -281,7 +281,7 @@ class _TargetScrapes:
         take = np.array(_positions(families, layout, order), dtype=np.intp)
         return _Plan(layout, take, full, inventory_snapshot(families)), full
 
-    def _payload(self, bucket: Bucket) -> tuple[str, list[int], list[int]]:
+    def _payload(self, bucket: ScrapeSamples) -> tuple[str, list[int], list[int]]:
         """The text-format payload of a scrape; per payload line where it came from (a
         file line number, or -(k + 1) for the scrape's k-th sample); and per sample line
         of the payload, its index among the scrape's samples."""
