@@ -33,6 +33,7 @@ PROJECT = ("fleetscope", "inventory", "queries", *PAGE_APPS, "audit", "devtools"
 FACED = (
     "inventory.catalog",
     "inventory.exposition",
+    "inventory.exposition.openmetrics",
     "inventory.history",
     "inventory.scraping",
     "inventory.store",

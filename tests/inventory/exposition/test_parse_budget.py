@@ -19,7 +19,6 @@ from inventory.exposition import (
     parse,
     parser,
 )
-from inventory.exposition import openmetrics as openmetrics_module
 from tests.inventory.clocks import JumpingClock
 
 
@@ -80,22 +79,6 @@ def test_a_malformed_line_before_the_limit_is_reported_first() -> None:
         parse(text, budget=ParseBudget(max_samples=100))
     assert not isinstance(caught.value, SampleLimitExceeded)
     assert caught.value.line == 12
-
-
-def test_the_sample_limit_stops_an_openmetrics_parse(monkeypatch: pytest.MonkeyPatch) -> None:
-    read: list[int] = []
-    real = openmetrics_module._Reader.sample
-
-    def counting(self: Any, line: str, lineno: int) -> None:
-        read.append(lineno)
-        real(self, line, lineno)
-
-    monkeypatch.setattr(openmetrics_module._Reader, "sample", counting)
-    text = series(5_000) + "# EOF\n"
-    with pytest.raises(SampleLimitExceeded) as caught:
-        parse(text, openmetrics=True, budget=ParseBudget(max_samples=100))
-    assert caught.value.line == 102
-    assert len(read) == 100
 
 
 def test_a_parse_past_its_deadline_stops_before_it_begins() -> None:
