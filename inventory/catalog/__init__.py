@@ -1,26 +1,15 @@
 """The metric catalog: every known vLLM, DCGM, router and gateway metric with its names
 across versions (`index`), and what an endpoint's families say about it: its kind,
-vLLM dialect, data-parallel engines, DCGM labels and bucket generation (`dialects`).
+vLLM dialect (`dialects`), data-parallel engines and DCGM labels (`layout`), max_model_len
+and bucket generation (`buckets`), all at once (`profile`).
 
 Nothing here imports Django."""
 
 from __future__ import annotations
 
-from inventory.catalog.dialects import (
-    FamilyLike,
-    dcgm_host,
-    dcgm_uuid,
-    detect_data_parallel,
-    detect_dcgm_labels,
-    detect_dialect,
-    detect_endpoint,
-    detect_kind,
-    infer_bucket_generation,
-    infer_max_model_len,
-    profile_endpoint,
-    series_kind,
-    wire_names,
-)
+from inventory.catalog.buckets import infer_bucket_generation, infer_max_model_len
+from inventory.catalog.dialects import detect_dialect, detect_kind, series_kind
+from inventory.catalog.families import FamilyLike, wire_names
 from inventory.catalog.index import (
     CATALOG,
     ENGINE_LABELS,
@@ -42,6 +31,13 @@ from inventory.catalog.index import (
     resolve,
     resolve_all,
 )
+from inventory.catalog.layout import (
+    dcgm_host,
+    dcgm_uuid,
+    detect_data_parallel,
+    detect_dcgm_labels,
+)
+from inventory.catalog.profile import detect_endpoint, profile_endpoint
 
 __all__ = [
     "CATALOG",

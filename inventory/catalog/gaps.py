@@ -70,7 +70,7 @@ ENTRIES: tuple[CatalogEntry, ...] = (
          meaning="configured context length",
          gap=NO_LIMITS,
          derivation="a lower bound from the last 1-2-5 bucket edge of vllm:request_prompt_tokens "
-                    "(inventory.catalog.dialects.infer_max_model_len)"),
+                    "(inventory.catalog.buckets.infer_max_model_len)"),
     _gap("vllm_version", type="info", unit="none", category="engine",
          meaning="vLLM version and build",
          gap="no version or build-info metric",

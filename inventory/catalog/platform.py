@@ -18,7 +18,7 @@ from inventory.catalog.model import (
 
 N = MetricName
 
-# Released dcgm-exporters write `Hostname` and `UUID`; see catalog.dialects for the variants.
+# Released dcgm-exporters write `Hostname` and `UUID`; see catalog.layout for the variants.
 DCGM_LABELS: tuple[str, ...] = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname")
 PROF = "the DCGM profiling module (absent on some GPUs and drivers)"
 IN_DEFAULTS_SINCE_4 = "dcgm-exporter 4.0.0 (2025-01) default; earlier only in the DCP csv"
