@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
-from fleetsim.config import check_dialects
+from fleetsim.config import check_options
 from fleetsim.families import FamiliesCollector, Family, render_go_style
 from fleetsim.fleet import FleetModel
 from fleetsim.replica import Replica
@@ -26,7 +26,7 @@ from fleetsim.targets import (
     port_plan,
 )
 
-if TYPE_CHECKING:  # fleetsim.history imports this module
+if TYPE_CHECKING:
     from fleetsim.history import History
 
 __all__ = [
@@ -35,24 +35,6 @@ __all__ = [
 
 SAMPLE_EPOCH = 1_767_225_600.0  # 2026-01-01T00:00:00Z: fixed so samples are reproducible
 TICK_S = 0.5
-
-
-def check_options(
-    *,
-    replicas: int,
-    dialect: str,
-    dp: int,
-    speed: float = 1.0,
-    dialect_of: Mapping[int, str] | None = None,
-) -> None:
-    """Reject what no real fleet could look like, with one clear sentence."""
-    if replicas < 1:
-        raise ValueError(f"--replicas must be at least 1, not {replicas}")
-    if dp < 1:
-        raise ValueError(f"--dp must be at least 1, not {dp}")
-    check_dialects(replicas, dialect, dialect_of, dp)
-    if not speed > 0:
-        raise ValueError(f"--speed must be positive, not {speed}")
 
 
 def exposition(families: list[Family]) -> bytes:

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from fleetsim.api import check_options, start_fleet
-from fleetsim.config import DIALECTS
+from fleetsim.api import start_fleet
+from fleetsim.config import DIALECTS, check_options
 from fleetsim.fleet import FleetModel
 from fleetsim.history import History
 from fleetsim.scenarios import SCENARIOS, ScenarioError

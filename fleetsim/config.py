@@ -150,6 +150,24 @@ def older_dialect(dialect: str) -> str | None:
     return DIALECTS[i + 1] if i + 1 < len(DIALECTS) else None
 
 
+def check_options(
+    *,
+    replicas: int,
+    dialect: str,
+    dp: int,
+    speed: float = 1.0,
+    dialect_of: Mapping[int, str] | None = None,
+) -> None:
+    """Reject what no real fleet could look like, with one clear sentence."""
+    if replicas < 1:
+        raise ValueError(f"--replicas must be at least 1, not {replicas}")
+    if dp < 1:
+        raise ValueError(f"--dp must be at least 1, not {dp}")
+    check_dialects(replicas, dialect, dialect_of, dp)
+    if not speed > 0:
+        raise ValueError(f"--speed must be positive, not {speed}")
+
+
 def check_dialects(
     replicas: int, dialect: str, dialect_of: Mapping[int, str] | None, dp: int
 ) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from fleetsim.api import check_options
+from fleetsim.config import check_options
 from fleetsim.families import Family, Labels, escape, format_value
 from fleetsim.fleet import FleetModel
 from fleetsim.scenarios import install

@@ -10,7 +10,8 @@ No Django and no database: the callers read rules, prices and usage and pass dat
 
 from __future__ import annotations
 
-from capacity.cost.allocation import IDLE, NO_PRICE, PLATFORM, ModelBill, allocate
+from capacity.cost.allocation import IDLE, NO_PRICE, PLATFORM, allocate
+from capacity.cost.bill import ModelBill
 from capacity.cost.export import (
     LINE_COLUMNS,
     TENANT_COLUMNS,

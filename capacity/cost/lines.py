@@ -5,8 +5,9 @@ Used by `capacity.cost.allocation`, which explains the two bases."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
+from capacity.cost.bill import ModelBill
 from capacity.cost.report import (
     Basis,
     CostLine,
@@ -19,9 +20,6 @@ from capacity.cost.report import (
     per_million,
 )
 from slo.evaluation import Interval
-
-if TYPE_CHECKING:
-    from capacity.cost.allocation import ModelBill
 
 IDLE = "idle"
 PLATFORM = "(platform)"
