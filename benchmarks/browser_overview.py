@@ -9,7 +9,7 @@ store as benchmarks/overview.py does; the real ASGI app serves it under uvicorn 
 thread of this process; headless Chromium (1400 x 900, logged in) loads the default
 overview `--loads` times per variant, the variants interleaved, after one warm-up load
 each. Times are from the navigation's start, read in the page: the DOM ready, the overview
-JSON's arrival, and the marks the page's script sets at the first paint after its first
+JSON's arrival, and the marks the page's scripts set at the first paint after its first
 chart (`fleetscope:first-chart`) and after its last (`fleetscope:all-charts`).
 
 - fleetscope: the page as served: plotly.js's cartesian bundle (from npm, `make install`)
@@ -21,7 +21,7 @@ chart (`fleetscope:first-chart`) and after its last (`fleetscope:all-charts`).
   bundle or the full one of the plotly Python package (what is served without npm):
   their ratio is what the smaller bundle buys.
 - baseline: the page as it was: `?render=all-at-once` with the full bundle (routed),
-  plotly.js loaded before the script, then every chart drawn with Plotly.newPlot in one go.
+  plotly.js loaded before the scripts, then every chart drawn with Plotly.newPlot in one go.
 - with --plotly-bundle PATH: fleetscope again with that file served as
   vendor/plotly.min.js.
 

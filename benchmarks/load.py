@@ -78,7 +78,7 @@ GOAL_P99_SECONDS = 0.5
 DEFAULT_DATABASE = "postgres://postgres@127.0.0.1:5432/fleetscope_load"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/12"
 PAST_SECONDS = 70 * 60  # the default view (1 h) and the rate windows before it
-PING_SECONDS = 60.0  # static/js/fleet_overview.js
+PING_SECONDS = 60.0  # static/js/fleet_overview/live_updates.js
 PUSH_GRACE_SECONDS = 10.0  # how long after the last publish a push may still arrive
 PROBE_SECONDS = 0.1
 

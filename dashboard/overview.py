@@ -257,9 +257,9 @@ def overview_json(payload: dict[str, Any]) -> str:
 def _axes_shared(payload: dict[str, Any]) -> dict[str, Any]:
     """The payload with each figure's time axis written once (`figure.x`) where every trace
     has the same one: a 32-replica overview's traces repeat their 241 timestamps 620 times,
-    two thirds of its 5.8 MB, which every push then compresses once per socket. The page's
-    script puts the axis back on each trace (fleet_overview.js `withSharedAxis`). The
-    payload itself is left as it is (the cache and the tests read it)."""
+    two thirds of its 5.8 MB, which every push then compresses once per socket. The page
+    puts the axis back on each trace (static/js/fleet_overview/payload.js `withSharedAxis`).
+    The payload itself is left as it is (the cache and the tests read it)."""
     panels = payload.get("panels")
     if not isinstance(panels, list):
         return payload

@@ -248,7 +248,7 @@ def test_chart_times_are_utc_in_a_browser_outside_utc(site: Site) -> None:
         expect(page.locator("footer")).to_contain_text("All times UTC")
 
 
-POLL_MS = 15_000  # the page's polling interval (fleet_overview.js)
+POLL_MS = 15_000  # the page's polling interval (fleet_overview/live_updates.js)
 
 
 def log_in(page: Page, site: Site, path: str) -> None:
