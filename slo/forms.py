@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.utils.text import capfirst
 
 from inventory.models import Fleet
 from slo.models import DEFAULT_BAD_FINISH_REASONS, Slo, SloWindow
@@ -45,7 +46,9 @@ class SloForm(forms.Form):
         required=False, help_text="comma-separated host:port; blank: every replica"
     )
     owner = forms.CharField(max_length=200, required=False)
-    runbook_url = forms.URLField(max_length=500, required=False, assume_scheme="https")
+    runbook_url = forms.URLField(
+        max_length=500, required=False, assume_scheme="https", label="Runbook URL"
+    )
     bad_finish_reasons = forms.MultipleChoiceField(
         choices=[(reason, reason) for reason in FINISHED_REASONS],
         initial=list(DEFAULT_BAD_FINISH_REASONS),
@@ -62,7 +65,7 @@ class SloForm(forms.Form):
                     required=False, label=f"{info.label} threshold (ms)"
                 )
             self.fields[target_field(kind)] = forms.FloatField(
-                required=False, label=f"{info.label} target (% of {info.events})"
+                required=False, label=f"{capfirst(info.label)} target (% of {info.events})"
             )
         self._objective_fields: list[str] = []  # form field of each objective sent, in order
 

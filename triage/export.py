@@ -157,6 +157,7 @@ def walk_markdown(walk: Mapping[str, Any]) -> str:
     """One stored walk as Markdown: breach, window, the tree with its figures, changes and
     the canary plan."""
     breach = walk.get("breach") or {}
+    breach_text = _md(breach.get("description", "").rstrip("."))  # a reason may end in "."
     window = walk.get("window") or {}
     baseline = walk.get("baseline") or {}
     lines = [
@@ -172,8 +173,8 @@ def walk_markdown(walk: Mapping[str, Any]) -> str:
             else "."
         ),
         "",
-        f"Breach ({_md(breach.get('side', 'none'))}): {_md(breach.get('description', ''))}"
-        + (f" Since {utc_text_of_iso(breach['since'])}." if breach.get("since") else ""),
+        f"Breach ({_md(breach.get('side', 'none'))}): {breach_text}"
+        + (f", since {utc_text_of_iso(breach['since'])}." if breach.get("since") else "."),
         *_figures_markdown(breach.get("figures") or (), ""),
         "",
         "Supported: " + (", ".join(_md(s) for s in walk.get("supported") or ()) or "none"),

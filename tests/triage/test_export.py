@@ -43,7 +43,7 @@ def test_a_missing_number_is_a_dash_never_zero() -> None:
 def test_the_walk_in_markdown_has_the_tree_figures_changes_and_canary() -> None:
     text = walk_markdown(a_walk().to_dict())
     assert "Window 2026-11-18 10:30 UTC to 2026-11-18 11:00 UTC" in text
-    assert "Breach (ttft): TTFT p99 is 2.4 s against 0.8 s Since 2026-11-18 10:42 UTC." in text
+    assert "Breach (ttft): TTFT p99 is 2.4 s against 0.8 s, since 2026-11-18 10:42 UTC." in text
     assert "- **ttft** (supported: cause found): Is TTFT breached? TTFT p99 tripled" in text
     assert "    - **ttft.queue.kv_capacity** (supported: cause found)" in text
     assert "  - **ttft.prefill** (insufficient evidence)" in text

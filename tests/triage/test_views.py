@@ -95,7 +95,9 @@ def test_the_detail_shows_the_walk_as_a_tree_with_figures_canary_and_changes(
     assert 'class="verdict verdict-ruled-out">ruled out' in page
     assert "Missing: vllm:request_prefill_time_seconds on 2 of 2 replicas" in page
     assert "max of vllm:kv_cache_usage_perc" in page and "<td>0.61</td>" in page
-    assert "Since <strong>2026-11-18 10:42 UTC</strong>" in page
+    assert ", since <strong>2026-11-18 10:42 UTC</strong>." in page
+    # Opened without an alert: the start shown is the walk's, and says so.
+    assert '<dd>2026-11-18 10:42 UTC <span class="muted">(where the walk\'s figures turned' in page
     assert "Nothing is applied by FleetScope" in page
     assert '<pre class="yaml" id="canary-yaml">canary:\n  variable: max_num_seqs' in page
     assert "10.0.0.2:8000</span>: restarted" in page

@@ -132,6 +132,8 @@ def _walk_context(record: WalkRecord | None) -> dict[str, Any]:
         "chart_figures": figures_by_id(charts),
         "breach": breach,
         "breach_since": utc_text_of_iso(breach.get("since")),
+        # One sentence with its "since": a reason may end in a full stop of its own.
+        "breach_text": (breach.get("description") or "").rstrip("."),
         "breach_figures": [figure_row(f) for f in breach.get("figures") or ()],
         "tree": walk_tree(walk),
         # "healthy" is a leaf too, but it means no cause was found: the page says so.
