@@ -21,11 +21,7 @@ def _share(stats: dict[str, Stat], bad: set[str], when: str) -> tuple[float | No
 def availability(ctx: Context) -> Outcome:
     ev = ctx.ev
     down = sorted(i for i, share in ev.down_share.items() if share > 0)
-    gateway = ev.fleet_stats.get("gateway_requests", {})
-    now, _ = _share(gateway, {"4xx", "5xx"}, "window")
-    before, _ = _share(gateway, {"4xx", "5xx"}, "baseline")
-    errors = THRESHOLDS["gateway_error_share"].holds(now, before)
-    figures = tuple(
+    figures = [
         Figure(
             "missed_scrape_share",
             "ratio",
@@ -36,18 +32,34 @@ def availability(ctx: Context) -> Outcome:
             replicas=(i,),
         )
         for i in down
-    )
-    if not down and not errors and not _amplified(ctx):
+    ]
+    errors, errors_held = error_share_figure(ctx)
+    sent, amplified = amplification_figure(ctx)
+    if not down and not errors_held and not amplified:
         return Outcome(
-            "ruled_out", "every replica answered its scrapes and the gateway's errors held", figures
+            "ruled_out",
+            "every replica answered its scrapes and the gateway's errors held",
+            tuple(figures),
         )
-    return Outcome(
-        "supported",
-        "replicas missed scrapes or the gateway failed requests",
-        figures,
-        tuple(down),
-        confidence=0.8,
-    )
+    # Say which of the three signals held: the on-call reads this line first.
+    held = [f"{', '.join(down)} missed scrapes"] if down else []
+    if errors_held:
+        figures.append(errors)
+        held.append(
+            f"the gateway's 4xx+5xx share rose to {_percent(errors.value)} "
+            f"from {_percent(errors.baseline)}"
+        )
+    if amplified:
+        figures.append(sent)
+        held.append(
+            f"the gateway sent {sent.value:.2f} requests per finished request "
+            f"(baseline {sent.baseline:.2f}): requests wait or are resent"
+        )
+    return Outcome("supported", "; ".join(held), tuple(figures), tuple(down), confidence=0.8)
+
+
+def _percent(share: float | None) -> str:
+    return "unknown" if share is None else f"{share:.1%}"
 
 
 def replica_down(ctx: Context) -> Outcome:
@@ -90,12 +102,6 @@ def _amplification(ctx: Context, when: str) -> float | None:
     sent = sum(pick(s) or 0.0 for s in gateway.values())
     finished = sum(pick(s) or 0.0 for s in ev.stats.get("request_rate", {}).values())
     return sent / finished if finished > 0 and sent > 0 else None
-
-
-def _amplified(ctx: Context) -> bool:
-    return THRESHOLDS["gateway_amplification"].holds(
-        _amplification(ctx, "window"), _amplification(ctx, "baseline")
-    )
 
 
 def retry_storm(ctx: Context) -> Outcome:
@@ -146,6 +152,13 @@ def _retries(ctx: Context) -> tuple[tuple[Figure, ...], bool]:
             source=f"rate of {source}, {ctx.window_text}, {ev.backend}",
         )
         return (figure,), t.holds(now, before)
+    figure, held = amplification_figure(ctx)
+    return (figure,), held
+
+
+def amplification_figure(ctx: Context) -> tuple[Figure, bool]:
+    """Gateway requests per request the engines finished, and whether it rose past its
+    threshold: retries, or requests the engines are holding."""
     t = THRESHOLDS["gateway_amplification"]
     sent, usual = _amplification(ctx, "window"), _amplification(ctx, "baseline")
     figure = Figure(
@@ -155,9 +168,26 @@ def _retries(ctx: Context) -> tuple[tuple[Figure, ...], bool]:
         usual,
         threshold=t.text(),
         source="gateway requests / engine finished requests (the gateway has no retry "
-        f"counter), {ctx.window_text}, {ev.backend}",
+        f"counter), {ctx.window_text}, {ctx.ev.backend}",
     )
-    return (figure,), t.holds(sent, usual)
+    return figure, t.holds(sent, usual)
+
+
+def error_share_figure(ctx: Context) -> tuple[Figure, bool]:
+    """The gateway's 4xx+5xx share of requests, and whether it rose past its threshold."""
+    t = THRESHOLDS["gateway_error_share"]
+    gateway = ctx.ev.fleet_stats.get("gateway_requests", {})
+    now, _ = _share(gateway, {"4xx", "5xx"}, "window")
+    before, _ = _share(gateway, {"4xx", "5xx"}, "baseline")
+    figure = Figure(
+        "gateway_error_share",
+        "ratio",
+        now,
+        before,
+        threshold=t.text(),
+        source=f"gateway 4xx+5xx / all, {ctx.window_text}, {ctx.ev.backend}",
+    )
+    return figure, t.holds(now, before)
 
 
 def gateway_errors(ctx: Context) -> Outcome:
@@ -166,19 +196,8 @@ def gateway_errors(ctx: Context) -> Outcome:
         return Outcome(
             "insufficient", "no gateway in the fleet", missing=(ev.missing["gateway_requests"],)
         )
-    t = THRESHOLDS["gateway_error_share"]
-    gateway = ev.fleet_stats.get("gateway_requests", {})
-    now, total = _share(gateway, {"4xx", "5xx"}, "window")
-    before, _ = _share(gateway, {"4xx", "5xx"}, "baseline")
-    figure = Figure(
-        "gateway_error_share",
-        "ratio",
-        now,
-        before,
-        threshold=t.text(),
-        source=f"gateway 4xx+5xx / all, {ctx.window_text}, {ev.backend}",
-    )
-    if not t.holds(now, before):
+    figure, held = error_share_figure(ctx)
+    if not held:
         return Outcome("ruled_out", "the gateway's error share held", (figure,))
     engines = [side for side in ("ttft", "tpot", "availability.replica_down") if ctx.holds(side)]
     if (

@@ -1,0 +1,45 @@
+"""The availability node says which of its signals held (replicas missing scrapes, the
+gateway's error share, requests per finished request), each with its figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.triage.walk.scenario_walks import history_of, walk_history
+
+
+@pytest.mark.django_db
+def test_availability_names_the_gateway_error_share_that_rose(
+    tmp_path: Path, loopback: None
+) -> None:
+    walk = walk_history(history_of("gateway-errors", seed=1), tmp_path)
+    node = walk.node("availability")
+    assert node.verdict == "supported"
+    assert "the gateway's 4xx+5xx share rose to " in node.reason, node.reason
+    assert "missed scrapes" not in node.reason
+    (share,) = [f for f in node.figures if f.name == "gateway_error_share"]
+    assert share.value is not None and share.baseline is not None
+    assert share.value > share.baseline
+
+
+@pytest.mark.django_db
+def test_availability_names_the_replica_that_missed_its_scrapes(
+    tmp_path: Path, loopback: None
+) -> None:
+    history = history_of("replica-down", seed=1)
+    walk = walk_history(history, tmp_path)
+    node = walk.node("availability")
+    (affected,) = history.manifest["affected_replicas"]
+    instance = affected["instances"]["vllm"]
+    assert node.reason.startswith(f"{instance} missed scrapes"), node.reason
+    assert "4xx+5xx" not in node.reason
+    assert node.replicas == (instance,)
+
+
+@pytest.mark.django_db
+def test_availability_is_ruled_out_on_a_steady_fleet(tmp_path: Path, loopback: None) -> None:
+    node = walk_history(history_of("steady", seed=1), tmp_path).node("availability")
+    assert node.verdict == "ruled_out"
+    assert node.reason == "every replica answered its scrapes and the gateway's errors held"
