@@ -18,6 +18,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from fleetscope.demo_audit import demo_audit_seed
 from fleetscope.demo_reviews import demo_reviews_seed
 from fleetscope.env import Env
 from fleetsim.api import Fleet as SimFleet
@@ -73,7 +74,7 @@ def demo_fleet_start(
     )
     try:
         _register(sim)
-        demo_reviews_seed(Fleet.objects.get(slug=DEMO_FLEET_SLUG), sim.model.configs)
+        _reviews_seed(sim)
     except BaseException:
         sim.stop()
         raise
@@ -83,6 +84,12 @@ def demo_fleet_start(
         f"on replica {_affected(sim)}"
     )
     return DemoFleet(sim, summary)
+
+
+def _reviews_seed(sim: SimFleet) -> None:
+    fleet = Fleet.objects.get(slug=DEMO_FLEET_SLUG)
+    demo_reviews_seed(fleet, sim.model.configs)
+    demo_audit_seed(fleet)
 
 
 def _quiet(line: str) -> None:
@@ -119,7 +126,7 @@ def _with_history(*, seed: int, hours: float, replicas: int, say: Say) -> DemoFl
         if not history.done:
             history.write_openmetrics(path)
             history_import(fleet_slug=DEMO_FLEET_SLUG, path=path)
-        demo_reviews_seed(Fleet.objects.get(slug=DEMO_FLEET_SLUG), sim.model.configs)
+        _reviews_seed(sim)
         sim.serve()
     except BaseException:
         sim.stop()

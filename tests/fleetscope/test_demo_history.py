@@ -12,6 +12,7 @@ from django.test import override_settings
 
 from capacity.models import FleetPrice
 from dashboard.timerange import parse_range
+from fleetscope.demo_audit import DEMO_DASHBOARD_NAME, DEMO_RULES_NAME
 from fleetscope.demo_fleet import (
     DEMO_FLEET_SLUG,
     DEMO_INCIDENT_BEFORE_END_SECONDS,
@@ -70,5 +71,18 @@ def test_the_demo_start_fills_the_default_view_with_the_fleets_history(tmp_path:
         assert fleet.slos.filter(slug="chat").exists()
         assert fleet.tenant_rules.filter(kind="gateway_label", pattern="acme").exists()
         assert not FleetPrice.objects.filter(fleet=fleet).exists()
+        # Its blind-spot audit ran on FleetScope's own rules and the example dashboard:
+        # the current-name panels and the rules are live, the renamed and removed are not.
+        sources = set(fleet.blindspot_sources.values_list("name", flat=True))
+        assert sources == {DEMO_DASHBOARD_NAME, DEMO_RULES_NAME}
+        run = fleet.blindspot_runs.first()
+        assert run is not None
+        items = run.report["items"]
+        verdicts = {i["name"]: i["verdict"] for i in items if i["kind"] == "panel"}
+        assert verdicts["KV cache usage"] == "live"
+        assert verdicts["TTFT p99"] == "live"
+        assert verdicts["KV cache usage (before the 0.9.2 rename)"] == "blind"
+        assert verdicts["Swapped requests (V0 only)"] == "blind"
+        assert all(i["verdict"] == "live" for i in items if i["kind"] != "panel"), items
     finally:
         demo.sim.stop()
