@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import calendar
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
@@ -122,6 +122,8 @@ def cost_review(
         platform = Quantity("platform_cost_usd", amount, "usd", "entered", source)
     period = f"{usage.start:%Y-%m-%dT%H:%MZ} .. {usage.end:%Y-%m-%dT%H:%MZ}"
     report = allocate(bills, attribution, platform_cost_usd=platform, period=period)
+    if usage.coverage:  # first among the notes, so the exports carry it too
+        report = replace(report, notes=(usage.coverage, *report.notes))
     return CostReview(fleet, usage.start, usage.end, backend, usage, attribution, report,
                       price_source)  # fmt: skip
 

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from inventory.models import Fleet
+from inventory.store import store_span
 from queries import Backend, Gauge, Increase, QueryResult, Scope, Spec, Window, run_queries
 from slo.evaluation import Interval
 
@@ -57,6 +58,8 @@ class PeriodUsage:
     rows: tuple[TrafficRow, ...]
     models: tuple[ModelUse, ...]
     notes: tuple[str, ...] = field(default=())
+    # When the embedded store holds only part of the period: which part, in a sentence.
+    coverage: str = ""
 
 
 def period_usage(
@@ -121,7 +124,32 @@ def period_usage(
         )  # fmt: skip
         for name in models
     )
-    return PeriodUsage(start, end, backend, tuple(rows), uses, tuple(notes))
+    coverage = _store_coverage(fleet, start, end) if backend == "local" else ""
+    return PeriodUsage(start, end, backend, tuple(rows), uses, tuple(notes), coverage)
+
+
+# Scrapes land a few seconds apart: a period whose held part falls short of it by less than
+# this is held whole.
+_COVERAGE_SLACK_SECONDS = 120.0
+
+
+def _store_coverage(fleet: Fleet, start: datetime, end: datetime) -> str:
+    """Usage before FleetScope watched (or after it stopped) is unknown, not zero: a period
+    the embedded store holds only part of says which part, so nobody reads its GPU-hours as
+    the whole period's."""
+    held = store_span(list(fleet.endpoints.values_list("id", flat=True)))
+    whole = (end - start).total_seconds()
+    if held is None or held[1] < start or held[0] >= end:
+        return "the embedded store holds none of this period: its usage is unknown, not zero"
+    first, last = max(held[0].astimezone(UTC), start), min(held[1].astimezone(UTC), end)
+    covered = (last - first).total_seconds()
+    if covered >= whole - _COVERAGE_SLACK_SECONDS:
+        return ""
+    return (
+        f"the embedded store holds {first:%Y-%m-%d %H:%M} .. {last:%Y-%m-%d %H:%M} UTC of this "
+        f"period ({covered / 3600:.1f} h of {whole / 3600:.1f} h): usage, GPU-hours and costs "
+        "cover that part only; the rest is unknown, not zero"
+    )
 
 
 def _why(result: QueryResult) -> str:

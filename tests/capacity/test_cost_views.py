@@ -128,6 +128,21 @@ def test_with_no_price_set_the_page_shows_usage_only_and_json_costs_are_null(
     assert data["gpu_hours"] > 0
 
 
+def test_a_period_the_store_holds_only_part_of_says_so_on_the_page_and_in_the_exports(
+    sim_fleet: Fleet, owner_client: Client
+) -> None:
+    """The default day holds the recording's minutes only: its GPU-hours are theirs."""
+    response = owner_client.get(reverse("capacity-cost-fleet", args=["sim"]))
+    content = response.content.decode()
+    shown = re.search(r'<dd id="coverage"[^>]*>(.*?)</dd>', content, re.S)
+    assert shown is not None
+    assert shown.group(1).startswith("The embedded store holds ")
+    assert "the rest is unknown, not zero." in shown.group(1)
+    data = _json(owner_client, {})
+    assert data["notes"][0].startswith("the embedded store holds ")
+    assert "of 24.0 h)" in data["notes"][0]
+
+
 def test_csv_and_json_exports_parse_and_carry_the_same_totals_as_the_page(
     sim_fleet: Fleet, owner_client: Client
 ) -> None:

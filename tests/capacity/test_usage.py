@@ -100,3 +100,20 @@ def test_engine_tokens_across_counter_resets_match_what_the_gateway_counted(
         assert use.engine_output_tokens is not None
         assert use.engine_output_tokens == pytest.approx(served[use.model_name], rel=0.05)
     assert all(r.output_tokens >= 0 and r.requests_ok >= 0 for r in usage.rows)
+
+
+def test_a_period_the_store_holds_only_part_of_says_which_part(
+    sim_fleet: Fleet, sim_truth: SimTruth
+) -> None:
+    """Usage before the recording is unknown, not zero: the GPU-hours of a day that holds
+    an hour of scrapes are that hour's, and the usage says so."""
+    _, end = _period(sim_truth)
+    usage = period_usage(sim_fleet, start=end - timedelta(days=1), end=end, backend="local")
+    first = datetime.fromtimestamp(sim_truth.start, UTC)
+    assert usage.coverage.startswith(f"the embedded store holds {first:%Y-%m-%d %H:%M} .. ")
+    assert "of 24.0 h): usage, GPU-hours and costs cover that part only" in usage.coverage
+    whole = period_usage(sim_fleet, start=_period(sim_truth)[0], end=end, backend="local")
+    assert whole.coverage == ""
+    before = datetime(2020, 1, 1, tzinfo=UTC)
+    empty = period_usage(sim_fleet, start=before, end=before + timedelta(days=1), backend="local")
+    assert empty.coverage.startswith("the embedded store holds none of this period")
