@@ -43,3 +43,20 @@ def test_availability_is_ruled_out_on_a_steady_fleet(tmp_path: Path, loopback: N
     node = walk_history(history_of("steady", seed=1), tmp_path).node("availability")
     assert node.verdict == "ruled_out"
     assert node.reason == "every replica answered its scrapes and the gateway's errors held"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("counted", (True, False), ids=("retry-counter", "no-retry-counter"))
+def test_the_retry_check_says_it_reads_amplification_only_when_the_counter_is_missing(
+    counted: bool, tmp_path: Path, loopback: None
+) -> None:
+    hide = () if counted else ("fleetscope_gateway_retries",)
+    walk = walk_history(history_of("retry-storm", seed=1), tmp_path, hide=hide)
+    (figure,) = walk.node("availability.retry_storm").figures
+    if counted:
+        assert figure.name == "gateway_retry_rate"
+    else:
+        assert figure.name == "gateway_requests_per_finished_request"
+        assert figure.source.startswith(
+            "gateway requests / engine finished requests (the gateway has no retry counter), "
+        )

@@ -152,13 +152,14 @@ def _retries(ctx: Context) -> tuple[tuple[Figure, ...], bool]:
             source=f"rate of {source}, {ctx.window_text}, {ev.backend}",
         )
         return (figure,), t.holds(now, before)
-    figure, held = amplification_figure(ctx)
+    figure, held = amplification_figure(ctx, why=" (the gateway has no retry counter)")
     return (figure,), held
 
 
-def amplification_figure(ctx: Context) -> tuple[Figure, bool]:
+def amplification_figure(ctx: Context, *, why: str = "") -> tuple[Figure, bool]:
     """Gateway requests per request the engines finished, and whether it rose past its
-    threshold: retries, or requests the engines are holding."""
+    threshold: retries, or requests the engines are holding. `why` says why the figure is
+    read, for its source."""
     t = THRESHOLDS["gateway_amplification"]
     sent, usual = _amplification(ctx, "window"), _amplification(ctx, "baseline")
     figure = Figure(
@@ -167,8 +168,8 @@ def amplification_figure(ctx: Context) -> tuple[Figure, bool]:
         sent,
         usual,
         threshold=t.text(),
-        source="gateway requests / engine finished requests (the gateway has no retry "
-        f"counter), {ctx.window_text}, {ctx.ev.backend}",
+        source=f"gateway requests / engine finished requests{why}, {ctx.window_text}, "
+        f"{ctx.ev.backend}",
     )
     return figure, t.holds(sent, usual)
 
