@@ -66,7 +66,8 @@ def cost_review(
     fleet: Fleet, *, start: datetime, end: datetime, backend: Backend, goodput: bool = True
 ) -> CostReview:
     """The cost report of `fleet` over [start, end); `goodput=False` skips the SLO
-    evaluation, so per-good-token figures are unknown (a trend bar needs only the split)."""
+    evaluation, so per-good-token figures are unknown, and the check of how much of the
+    period the store holds (a trend bar needs only the split; its page says the rest)."""
     price = _price(fleet)
     gpus_per_replica = price.gpus_per_replica if price else None
     usage = period_usage(
@@ -76,6 +77,7 @@ def cost_review(
         backend=backend,
         gpus_per_replica=gpus_per_replica,
         goodput=goodput,
+        coverage=goodput,
     )
     rows = [
         UsageRow(r.model_name, dict(r.labels), r.requests_ok, r.requests_failed, r.prompt_tokens,

@@ -70,9 +70,11 @@ def period_usage(
     backend: Backend,
     gpus_per_replica: int | None = None,
     goodput: bool = True,
+    coverage: bool = True,
 ) -> PeriodUsage:
-    """`goodput=False` leaves the SLO evaluation out (good fraction unknown): for figures
-    that only split cost, such as each bar of a trend."""
+    """`goodput=False` leaves the SLO evaluation out (good fraction unknown) and
+    `coverage=False` the check of how much of the period the store holds: for figures that
+    only split cost, such as each bar of a trend."""
     start, end = start.astimezone(UTC), end.astimezone(UTC)
     if end <= start:
         raise ValueError("the period ends before it starts")
@@ -124,8 +126,8 @@ def period_usage(
         )  # fmt: skip
         for name in models
     )
-    coverage = _store_coverage(fleet, start, end) if backend == "local" else ""
-    return PeriodUsage(start, end, backend, tuple(rows), uses, tuple(notes), coverage)
+    held = _store_coverage(fleet, start, end) if coverage and backend == "local" else ""
+    return PeriodUsage(start, end, backend, tuple(rows), uses, tuple(notes), held)
 
 
 # Scrapes land a few seconds apart: a period whose held part falls short of it by less than
