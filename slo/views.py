@@ -71,6 +71,7 @@ def slo_detail(request: HttpRequest, fleet_slug: str, slo_slug: str) -> HttpResp
         "status": status,
         "state": pages.state_shown(status.state),
         "budget": pages.budget_shown(status.budget_remaining),
+        "incident_title": f"SLO {status.name}: {pages.state_shown(status.state).label}",
         "objectives": objectives,
         "worst": worst,
         "goodput": pages.goodput_view(status.goodput),

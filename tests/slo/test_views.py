@@ -13,6 +13,7 @@ from slo import pages
 from slo.evaluation import Interval, ObjectiveStatus, ReplicaAttainment
 from slo.models import Objective, Slo
 from tests.queries.storefill import fleet_named
+from tests.roles import user_with_role
 from tests.slo.conftest import END
 
 AT = "2026-11-18T11:06:00Z"  # inside the recorded five minutes (conftest.END)
@@ -140,3 +141,23 @@ def test_hostile_names_and_instance_labels_render_as_text(
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert '<img src=x onerror="alert(2)">' not in detail
     assert "&lt;img src=x onerror=&quot;alert(2)&quot;&gt;:8000" in detail
+
+
+@pytest.mark.parametrize(("threshold_seconds", "linked"), [(0.001, True), (1000.0, False)])
+def test_a_burning_slo_links_an_incident_for_it_and_a_healthy_one_does_not(
+    owner_client: Client, fleet: Fleet, threshold_seconds: float, linked: bool
+) -> None:
+    slo = Slo.objects.create(fleet=fleet, slug="chat", name="Chat latency")
+    Objective.objects.create(slo=slo, kind="ttft", threshold_seconds=threshold_seconds, target=0.9)
+    page = owner_client.get(f"/slos/prod/chat/?at={AT}").content.decode()
+    link = '<p id="open-incident"><a href="/incidents/new/?fleet=prod&amp;slo=chat&amp;title=SLO'
+    assert (link in page) is linked
+
+
+def test_a_viewer_sees_no_link_to_open_an_incident(fleet: Fleet) -> None:
+    slo = Slo.objects.create(fleet=fleet, slug="chat", name="Chat latency")
+    Objective.objects.create(slo=slo, kind="ttft", threshold_seconds=0.001, target=0.9)
+    viewer = Client()
+    viewer.force_login(user_with_role("watcher", "viewer"))
+    page = viewer.get(f"/slos/prod/chat/?at={AT}").content.decode()
+    assert 'id="slo-state"' in page and 'id="open-incident"' not in page

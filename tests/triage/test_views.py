@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from slo.models import Slo
 from tests.roles import user_with_role
 from tests.triage.factories import HOSTILE, a_fleet, a_walk, an_incident, walk_substituted
 from triage.incidents import incident_note, incident_resolve, incident_walk_record
@@ -74,6 +75,21 @@ def test_opening_an_incident_needs_a_csrf_token_then_walks_at_once(
     assert response.status_code == 302 and response["Location"] == f"/incidents/{incident.pk}/"
     assert (incident.owner, incident.severity) == ("owner", "critical")
     assert incident.walks.count() == 1 and len(calls) == 1
+
+
+def test_a_link_from_an_slo_fills_in_the_new_incident_form(owner_client: Client) -> None:
+    fleet = a_fleet()
+    slo = Slo.objects.create(fleet=fleet, slug="chat", name="Chat")
+    Slo.objects.create(fleet=a_fleet("other"), slug="chat", name="Other chat")
+    page = owner_client.get(
+        "/incidents/new/", {"fleet": "prod", "slo": "chat", "title": "SLO Chat: burning"}
+    ).content.decode()
+    assert '<option value="prod" selected>' in page
+    assert f'<option value="{slo.pk}" selected>' in page  # prod's chat, not other's
+    assert 'value="SLO Chat: burning"' in page
+    unknown = owner_client.get("/incidents/new/", {"fleet": "prod", "slo": "nope"})
+    assert unknown.status_code == 200
+    assert f'<option value="{slo.pk}" selected>' not in unknown.content.decode()
 
 
 def test_a_form_error_is_shown_not_a_crash(owner_client: Client) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django import forms
@@ -24,6 +25,21 @@ class IncidentNewForm(forms.Form):
     )
     severity = forms.ChoiceField(choices=IncidentSeverity.choices, initial="warning")
     owner = forms.CharField(max_length=200, required=False)
+
+    @classmethod
+    def initial_from(cls, query: Mapping[str, str]) -> dict[str, Any]:
+        """The form's first values from a link (`?fleet=&slo=&title=`, as the SLO page
+        writes it): an SLO is named by its fleet's slug and its own, never by row id."""
+        initial: dict[str, Any] = {"fleet": query.get("fleet", "")}
+        title = query.get("title", "").strip()
+        if title:
+            initial["title"] = title[:300]
+        slo_slug = query.get("slo", "")
+        if slo_slug:
+            slo = Slo.objects.filter(fleet__slug=initial["fleet"], slug=slo_slug).first()
+            if slo is not None:
+                initial["slo"] = slo.pk
+        return initial
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

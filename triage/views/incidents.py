@@ -75,8 +75,9 @@ def _row(incident: Incident) -> dict[str, Any]:
 @requires(Role.ONCALL)
 @require_http_methods(["GET", "POST"])
 def incident_new(request: HttpRequest) -> HttpResponse:
-    """GET: the form (`?fleet=<slug>` preselects one). POST: open the incident, walk the
-    tree at once (synchronously: the person waits for the evidence) and show it."""
+    """GET: the form (`?fleet=<slug>&slo=<slug>&title=` fill it in). POST: open the
+    incident, walk the tree at once (synchronously: the person waits for the evidence)
+    and show it."""
     if request.method == "POST":
         form = IncidentNewForm(request.POST)
         if form.is_valid():
@@ -98,7 +99,7 @@ def incident_new(request: HttpRequest) -> HttpResponse:
                     messages.warning(request, "The walk could not run: the timeline says why.")
                 return redirect("triage-incident-detail", incident.pk)
     else:
-        form = IncidentNewForm(initial={"fleet": request.GET.get("fleet", "")})
+        form = IncidentNewForm(initial=IncidentNewForm.initial_from(request.GET))
     return render(request, "triage/incident_new.html", {"section": SECTION, "form": form})
 
 
