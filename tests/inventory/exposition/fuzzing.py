@@ -11,14 +11,20 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 DATA = Path(__file__).parent.parent / "data"
-# CI runs a fixed, quick set of examples. For a deeper hunt, run the test_parser_fuzz_*
-# files with FUZZ_EXAMPLES=5000 FUZZ_RANDOM=1 in the environment.
-FUZZ = settings(
-    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "150")),
-    derandomize=not os.environ.get("FUZZ_RANDOM"),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+
+
+def fuzz_settings(examples: int) -> settings:
+    """CI runs a fixed, quick set of `examples`. For a deeper hunt, run the fuzz tests with
+    FUZZ_EXAMPLES=5000 FUZZ_RANDOM=1 in the environment."""
+    return settings(
+        max_examples=int(os.environ.get("FUZZ_EXAMPLES", str(examples))),
+        derandomize=not os.environ.get("FUZZ_RANDOM"),
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
+FUZZ = fuzz_settings(150)
 
 _name_start = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_:"
 _name_rest = _name_start + "0123456789"

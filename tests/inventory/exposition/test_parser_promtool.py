@@ -14,24 +14,19 @@ and each has a hand-written case below showing promtool's side.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from inventory.exposition.parser import ExpositionError, parse
+from tests.inventory.exposition.fuzzing import fuzz_settings
 
-CHECKS = settings(
-    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "120")),
-    derandomize=not os.environ.get("FUZZ_RANDOM"),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+CHECKS = fuzz_settings(120)
 _PARSE_ERROR = re.compile(r"text format parsing error in line (\d+): (.*)")
 
 

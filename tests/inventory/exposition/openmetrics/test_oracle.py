@@ -5,19 +5,13 @@ left out of the comparison, and each has a hand-written case in test_departures.
 
 from __future__ import annotations
 
-import os
+from hypothesis import given
 
-from hypothesis import HealthCheck, given, settings
-
+from tests.inventory.exposition.fuzzing import fuzz_settings
 from tests.inventory.exposition.openmetrics.compare import H, oracle_view, ours
 from tests.inventory.exposition.openmetrics.expositions import Exposition, expositions
 
-CHECKS = settings(
-    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "200")),
-    derandomize=not os.environ.get("FUZZ_RANDOM"),
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+CHECKS = fuzz_settings(200)
 
 
 @CHECKS
