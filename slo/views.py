@@ -64,14 +64,17 @@ def slo_detail(request: HttpRequest, fleet_slug: str, slo_slug: str) -> HttpResp
     status = pages.slo_status_get(slo=slo, params=params)
     worst = pages.worst_objective_label(status)
     objectives, charts = pages.detail_objectives(slo, status, backend=params.backend)
+    state = pages.state_shown(status.state)
     context = {
         "section": "slos",
         "fleet": fleet,
         "slo": slo,
         "status": status,
-        "state": pages.state_shown(status.state),
+        "state": state,
         "budget": pages.budget_shown(status.budget_remaining),
-        "incident_title": f"SLO {status.name}: {pages.state_shown(status.state).label}",
+        # While the budget burns, on-call engineers get a link to open an incident for it.
+        "burning": status.state in ("exhausted", "burning", "at-risk"),
+        "incident_title": f"SLO {status.name}: {state.label}",
         "objectives": objectives,
         "worst": worst,
         "goodput": pages.goodput_view(status.goodput),
